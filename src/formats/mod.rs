@@ -1,0 +1,1 @@
+//! Weight formats: the registry, host codecs, transcode and GGUF block decoders.
