@@ -18,7 +18,10 @@ fn collect(dir: &Path, root: &Path, out: &mut Vec<(String, PathBuf)>) {
             collect(&path, root, out);
         } else {
             let rel = path.strip_prefix(root).expect("under templates/");
-            let rel = rel.to_str().expect("template paths are UTF-8").replace('\\', "/");
+            let rel = rel
+                .to_str()
+                .expect("template paths are UTF-8")
+                .replace('\\', "/");
             out.push((rel, path));
         }
     }
@@ -40,7 +43,12 @@ fn main() {
         hasher.update(rel.as_bytes());
         hasher.update(&(bytes.len() as u64).to_le_bytes());
         hasher.update(&bytes);
-        writeln!(table, "    ({rel:?}, include_str!({:?})),", path.display().to_string()).unwrap();
+        writeln!(
+            table,
+            "    ({rel:?}, include_str!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
     }
     table.push_str("];\n");
     writeln!(

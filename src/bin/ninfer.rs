@@ -1,1 +1,37 @@
-fn main() {}
+//! `ninfer`: the engine's command line.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use ninfer::cli::{self, devices, kernels, qualify};
+
+/// ninfer: LLM inference on one NVIDIA GPU, with kernels compiled at run time from templates.
+#[derive(Debug, Parser)]
+#[command(name = "ninfer", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the GPUs the CUDA driver sees, with the properties the engine uses.
+    Devices(devices::DevicesArgs),
+    /// List, render and build kernels; manage the kernel cache.
+    Kernels {
+        #[command(subcommand)]
+        command: kernels::KernelsCommand,
+    },
+    /// Run every GPU route on random inputs against the CPU oracle and report the error.
+    Qualify(qualify::QualifyArgs),
+}
+
+fn main() -> ExitCode {
+    cli::init_logging();
+    let args = Cli::parse();
+    cli::finish(match &args.command {
+        Command::Devices(a) => devices::run(a),
+        Command::Kernels { command } => kernels::run(command),
+        Command::Qualify(a) => qualify::run(a),
+    })
+}

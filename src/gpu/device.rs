@@ -1,0 +1,179 @@
+//! Devices, their properties, and [`Gpu`]: one context, its stream and its loaded kernels.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{sys, ValidAsZeroBits};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr};
+use dashmap::DashMap;
+
+use super::{driver_available, DriverContext, GpuError};
+use crate::jit::{Arch, Jit, KernelKey, KernelSpec};
+
+/// What the engine needs to know about a device.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceProps {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (u32, u32),
+    pub sm_count: u32,
+    pub l2_bytes: u64,
+    pub smem_per_block_optin: u64,
+    pub smem_per_sm: u64,
+    pub total_memory: u64,
+    pub memory_bus_bits: u32,
+    /// (major, minor) of the CUDA driver API version.
+    pub driver_version: (u32, u32),
+    /// (major, minor) of NVRTC, when it loads.
+    pub nvrtc_version: Option<(i32, i32)>,
+}
+
+impl DeviceProps {
+    /// The compile target for this device.
+    pub fn arch(&self) -> Arch {
+        Arch::new(self.compute_capability.0, self.compute_capability.1)
+    }
+}
+
+fn init_driver() -> Result<usize, GpuError> {
+    if !driver_available() {
+        return Err(GpuError::NoDriver);
+    }
+    cudarc::driver::result::init().ctx("cuInit")?;
+    let count = cudarc::driver::result::device::get_count().ctx("cuDeviceGetCount")? as usize;
+    if count == 0 {
+        return Err(GpuError::NoDevice);
+    }
+    Ok(count)
+}
+
+fn driver_version() -> Result<(u32, u32), GpuError> {
+    let mut v = 0i32;
+    // SAFETY: the driver is loaded; `v` is valid for writes.
+    unsafe { sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .ctx("cuDriverGetVersion")?;
+    Ok(((v / 1000) as u32, ((v % 1000) / 10) as u32))
+}
+
+fn props_of(ctx: &Arc<CudaContext>) -> Result<DeviceProps, GpuError> {
+    let attr = |a: Attr| -> Result<u64, GpuError> {
+        ctx.attribute(a)
+            .map(|v| v as u64)
+            .ctx("cuDeviceGetAttribute")
+    };
+    let (major, minor) = ctx.compute_capability().ctx("compute capability")?;
+    Ok(DeviceProps {
+        ordinal: ctx.ordinal(),
+        name: ctx.name().ctx("cuDeviceGetName")?,
+        compute_capability: (major as u32, minor as u32),
+        sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+        smem_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        smem_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+        total_memory: ctx.total_mem().ctx("cuDeviceTotalMem")? as u64,
+        memory_bus_bits: attr(Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as u32,
+        driver_version: driver_version()?,
+        nvrtc_version: crate::jit::nvrtc::version().ok(),
+    })
+}
+
+/// Properties of every device the driver sees.
+pub fn list_devices() -> Result<Vec<DeviceProps>, GpuError> {
+    let count = init_driver()?;
+    (0..count)
+        .map(|i| {
+            let ctx = CudaContext::new(i).ctx("creating a context")?;
+            props_of(&ctx)
+        })
+        .collect()
+}
+
+/// One device: its context, the stream all work is ordered on, and the kernels loaded so far.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    props: DeviceProps,
+    functions: DashMap<KernelKey, CudaFunction>,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` with a fresh stream.
+    pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        let count = init_driver()?;
+        if ordinal >= count {
+            return Err(GpuError::BadOrdinal { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal).ctx("creating a context")?;
+        // Per-buffer event tracking breaks graph capture when several streams exist
+        // (CUDA_ERROR_STREAM_CAPTURE_ISOLATION); we order work on our own streams instead.
+        // SAFETY: called before any buffer or stream work on this context.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().ctx("creating a stream")?;
+        let props = props_of(&ctx)?;
+        Ok(Gpu {
+            ctx,
+            stream,
+            props,
+            functions: DashMap::new(),
+        })
+    }
+
+    pub fn props(&self) -> &DeviceProps {
+        &self.props
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The kernel for `spec`, compiled for this device (through the JIT caches) and loaded
+    /// once per context.
+    pub fn function(&self, spec: &KernelSpec) -> Result<CudaFunction, GpuError> {
+        let jit = Jit::global()?;
+        let (kernel, _) = jit.cubin(spec, self.props.arch())?;
+        if let Some(f) = self.functions.get(&kernel.key) {
+            return Ok(f.clone());
+        }
+        let module: Arc<CudaModule> = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(kernel.cubin.clone()))
+            .ctx(&format!("loading kernel {}", spec.entry))?;
+        let f = module
+            .load_function(&spec.entry)
+            .ctx(&format!("finding entry point {}", spec.entry))?;
+        self.functions.insert(kernel.key.clone(), f.clone());
+        Ok(f)
+    }
+
+    /// Copies a host slice to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.clone_htod(host).ctx("copying to the device")
+    }
+
+    /// Copies a device buffer back (waits for the stream).
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        dev: &CudaSlice<T>,
+    ) -> Result<Vec<T>, GpuError> {
+        self.stream.clone_dtoh(dev).ctx("copying from the device")
+    }
+
+    /// A zeroed device buffer of `len` elements.
+    pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.alloc_zeros(len).ctx("allocating device memory")
+    }
+
+    /// Waits for all queued work and reports any error it raised (a faulting kernel
+    /// surfaces here, not at its launch).
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.stream.synchronize().ctx("running queued GPU work")
+    }
+}
