@@ -17,6 +17,12 @@ pub enum KernelsCommand {
     List {
         /// Only instantiations whose entry point or family contains this text.
         filter: Option<String>,
+        /// Also print each kernel's cache key for the target given by --arch.
+        #[arg(long, requires = "arch")]
+        keys: bool,
+        /// The target for --keys (sm_80, sm_90, ...).
+        #[arg(long)]
+        arch: Option<String>,
     },
     /// Print the exact CUDA source of one instantiation.
     Render {
@@ -61,7 +67,9 @@ pub struct BuildArgs {
 
 pub fn run(cmd: &KernelsCommand) -> Result<(), CliError> {
     match cmd {
-        KernelsCommand::List { filter } => list(filter.as_deref()),
+        KernelsCommand::List { filter, keys, arch } => {
+            list(filter.as_deref(), keys.then_some(arch.as_deref()).flatten())
+        }
         KernelsCommand::Render { entry } => render(entry),
         KernelsCommand::Build(args) => build(args),
         KernelsCommand::Cache { command } => match command {
@@ -74,20 +82,30 @@ pub fn run(cmd: &KernelsCommand) -> Result<(), CliError> {
     }
 }
 
-fn list(filter: Option<&str>) -> Result<(), CliError> {
+fn list(filter: Option<&str>, key_arch: Option<&str>) -> Result<(), CliError> {
     let specs: Vec<KernelSpec> = registry::all()
         .into_iter()
         .filter(|s| filter.is_none_or(|f| s.entry.contains(f) || s.family.contains(f)))
         .collect();
+    let key_arch = match key_arch {
+        Some(a) => Some(parse_archs(&[a.to_string()])?[0]),
+        None => None,
+    };
     let w = specs.iter().map(|s| s.entry.len()).max().unwrap_or(5);
     for s in &specs {
-        println!(
-            "{:w$}  {:10}  {:24}  {}",
-            s.entry,
-            s.family,
-            s.template,
-            s.params_line()
-        );
+        match key_arch {
+            Some(arch) => {
+                let (key, _) = Jit::global()?.key_for(s, arch)?;
+                println!("{:w$}  {arch}  {key}", s.entry);
+            }
+            None => println!(
+                "{:w$}  {:10}  {:24}  {}",
+                s.entry,
+                s.family,
+                s.template,
+                s.params_line()
+            ),
+        }
     }
     println!("{} instantiations", specs.len());
     Ok(())

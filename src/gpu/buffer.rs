@@ -61,6 +61,26 @@ impl AnyBuffer {
         }
     }
 
+    /// Overwrites the buffer's first `values.len()` elements (converted to its type) in
+    /// place, keeping its address: how captured graphs get new inputs.
+    pub fn write(&mut self, gpu: &Gpu, values: &[f32]) -> Result<(), GpuError> {
+        assert!(
+            values.len() <= self.len(),
+            "write past the end of a device buffer"
+        );
+        let res = match self {
+            AnyBuffer::F32(s) => gpu.stream().memcpy_htod(values, s),
+            AnyBuffer::Bf16(s) => {
+                let bits: Vec<u16> = values
+                    .iter()
+                    .map(|&v| bf16::from_f32(v).to_bits())
+                    .collect();
+                gpu.stream().memcpy_htod(&bits, s)
+            }
+        };
+        res.map_err(|e| GpuError::driver("copying to the device", e))
+    }
+
     /// Copies back as f32.
     pub fn download(&self, gpu: &Gpu) -> Result<Vec<f32>, GpuError> {
         Ok(match self {
