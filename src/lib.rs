@@ -9,6 +9,7 @@ pub mod cli;
 pub mod formats;
 pub mod gpu;
 pub mod jit;
+pub mod model;
 pub mod ops;
 pub mod qualify;
 pub mod tune;
