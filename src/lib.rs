@@ -5,6 +5,7 @@
 //! op ([`ops`]) has a CPU reference that is the oracle its GPU routes are qualified against
 //! ([`qualify`]).
 
+pub mod bench;
 pub mod cli;
 pub mod formats;
 pub mod gpu;
