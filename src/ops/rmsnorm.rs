@@ -137,6 +137,14 @@ pub fn rmsnorm_cpu(x: &[f32], w: &[f32], width: usize, eps: f32, weight: NormWei
         .collect()
 }
 
+/// The rows an RMSNorm launch covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NormShape {
+    pub rows: usize,
+    pub width: usize,
+    pub eps: f32,
+}
+
 /// Queues `y = rmsnorm(x) * w` on the GPU's stream. `x` and `y` hold `rows * width`
 /// elements of the route's types; `w` holds `width`.
 pub fn launch(
@@ -145,10 +153,9 @@ pub fn launch(
     x: &AnyBuffer,
     w: &CudaSlice<f32>,
     y: &mut AnyBuffer,
-    rows: usize,
-    width: usize,
-    eps: f32,
+    shape: NormShape,
 ) -> Result<(), GpuError> {
+    let NormShape { rows, width, eps } = shape;
     assert_eq!(
         x.dtype(),
         route.input,
@@ -217,7 +224,14 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
             let dx = AnyBuffer::upload(gpu, route.input, &x)?;
             let dw = gpu.upload(&w)?;
             let mut dy = AnyBuffer::poisoned(gpu, route.output, rows * width)?;
-            launch(gpu, &route, &dx, &dw, &mut dy, rows, width, eps)?;
+            launch(
+                gpu,
+                &route,
+                &dx,
+                &dw,
+                &mut dy,
+                NormShape { rows, width, eps },
+            )?;
             gpu.synchronize()?;
             let got = dy.download(gpu)?;
             let want = reference(
@@ -255,7 +269,14 @@ fn qualify_graph_replay(gpu: &Gpu, rng: &mut impl Rng) -> Result<Outcome, GpuErr
     let mut dx = AnyBuffer::upload(gpu, DType::F32, &vec![0.0; rows * width])?;
     let mut dy = AnyBuffer::poisoned(gpu, DType::Bf16, rows * width)?;
     let graph = crate::gpu::Graph::capture(gpu, || {
-        launch(gpu, &route, &dx, &dw, &mut dy, rows, width, eps)
+        launch(
+            gpu,
+            &route,
+            &dx,
+            &dw,
+            &mut dy,
+            NormShape { rows, width, eps },
+        )
     })?;
     let mut worst: Option<Outcome> = None;
     for _ in 0..3 {
@@ -308,9 +329,9 @@ mod tests {
         let y = reference(&x, &w, 2, 0.5, NormWeight::Plain);
         let want = [
             1.0 / 3f64.sqrt() * 2.0,
-            2.0 / 3f64.sqrt() * -1.0,
+            -(2.0 / 3f64.sqrt()),
             2.0 / 4.5f64.sqrt() * 2.0,
-            2.0 / 4.5f64.sqrt() * -1.0,
+            -(2.0 / 4.5f64.sqrt()),
         ];
         for (a, b) in y.iter().zip(want) {
             assert!((a - b).abs() < 1e-12, "{a} vs {b}");
