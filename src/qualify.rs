@@ -68,12 +68,30 @@ impl Outcome {
     }
 }
 
-/// Every op family's qualification, in registry order.
+/// Every op family's qualification, in registry order. With a filter, families none of
+/// whose instantiations match it are skipped, and only matching outcomes are kept.
 pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome>, GpuError> {
+    use crate::ops;
     let mut rng = StdRng::seed_from_u64(seed);
+    let wanted = |specs: Vec<crate::jit::KernelSpec>| -> bool {
+        filter.is_none_or(|f| specs.iter().any(|s| s.entry.contains(f)))
+    };
     let mut outcomes = Vec::new();
-    outcomes.extend(crate::ops::rmsnorm::qualify(gpu, &mut rng)?);
-    outcomes.extend(crate::ops::mma_probe::qualify(gpu, &mut rng)?);
+    if wanted(ops::rmsnorm::instantiations()) {
+        outcomes.extend(ops::rmsnorm::qualify(gpu, &mut rng)?);
+    }
+    if wanted(ops::mma_probe::instantiations()) {
+        outcomes.extend(ops::mma_probe::qualify(gpu, &mut rng)?);
+    }
+    if wanted(ops::linear::instantiations()) {
+        outcomes.extend(ops::linear::qualify(gpu, &mut rng)?);
+    }
+    if wanted(ops::embedding::instantiations()) {
+        outcomes.extend(ops::embedding::qualify(gpu, &mut rng)?);
+    }
+    if wanted(ops::gdn::instantiations()) {
+        outcomes.extend(ops::gdn::qualify(gpu, &mut rng)?);
+    }
     if let Some(f) = filter {
         outcomes.retain(|o| o.route.contains(f));
     }

@@ -28,7 +28,7 @@ fn safetensors(tensors: &[(&str, &str, Vec<usize>)]) -> Vec<u8> {
         data.extend(std::iter::repeat_n(i as u8, n));
     }
     let mut h = serde_json::to_vec(&header).unwrap();
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let mut out = (h.len() as u64).to_le_bytes().to_vec();

@@ -165,6 +165,27 @@ pub fn measure_copy_bandwidth(gpu: &Gpu) -> Result<f64, GpuError> {
     Ok(2.0 * (n * 4) as f64 / (us * 1e-6))
 }
 
+/// Dense bf16 GEMM rate of cuBLAS (flop/s) at 8192 x 8192 x 8192 on random data: the
+/// compute ceiling of every matrix-bound kernel in the same run.
+pub fn measure_gemm_rate(gpu: &Gpu) -> Result<f64, GpuError> {
+    use rand::{Rng, SeedableRng};
+    let n = 8192usize;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let random_bf16 = |rng: &mut rand::rngs::StdRng| -> Vec<u16> {
+        (0..n * n)
+            .map(|_| half::bf16::from_f32(rng.random::<f32>() * 2.0 - 1.0).to_bits())
+            .collect()
+    };
+    let a = gpu.upload(&random_bf16(&mut rng))?;
+    let b = gpu.upload(&random_bf16(&mut rng))?;
+    let mut c: CudaSlice<u16> = gpu.alloc_zeros(n * n)?;
+    let blas = crate::gpu::Blas::new(gpu)?;
+    let us = median_us(gpu, 3, 10, |_| {
+        blas.gemm_bf16(gpu, &a, &b, &mut c, (n, n, n))
+    })?;
+    Ok(2.0 * (n * n * n) as f64 / (us * 1e-6))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ninfer::cli::{self, devices, kernels, qualify};
+use ninfer::cli::{self, bench, devices, kernels, qualify};
 
 /// ninfer: LLM inference on one NVIDIA GPU, with kernels compiled at run time from templates.
 #[derive(Debug, Parser)]
@@ -24,6 +24,11 @@ enum Command {
     },
     /// Run every GPU route on random inputs against the CPU oracle and report the error.
     Qualify(qualify::QualifyArgs),
+    /// Benchmarks against ceilings measured in the same run.
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -33,5 +38,6 @@ fn main() -> ExitCode {
         Command::Devices(a) => devices::run(a),
         Command::Kernels { command } => kernels::run(command),
         Command::Qualify(a) => qualify::run(a),
+        Command::Bench { command } => bench::run(command),
     })
 }

@@ -1,6 +1,7 @@
 //! What the binaries share: error reporting with exit codes, logging set-up, and the
 //! subcommands of `ninfer`.
 
+pub mod bench;
 pub mod devices;
 pub mod kernels;
 pub mod qualify;

@@ -6,11 +6,13 @@
 //! returns [`GpuError`] with one sentence instead of panicking.
 
 mod buffer;
+mod cublas;
 mod device;
 mod graph;
 mod timing;
 
 pub use buffer::AnyBuffer;
+pub use cublas::Blas;
 pub use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 pub use device::{list_devices, DeviceProps, Gpu};
 pub use graph::Graph;

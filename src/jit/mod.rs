@@ -178,6 +178,18 @@ impl Jit {
             .map_err(|e| render_err(templates::tera_error_chain(&e)))?;
         ctx.insert("kernel_name", &spec.entry);
         ctx.insert("family", spec.family);
+        // A `format` param brings in that weight format: its descriptor as `fmt` and its
+        // device functions, rendered from `formats/<name>.cuh`, as `format_code` (Tera's
+        // include takes only literal names, so the kernel template writes `{{ format_code }}`).
+        if let Some(name) = spec.params.get("format").and_then(|v| v.as_str()) {
+            let fmt = crate::formats::format(name).map_err(|e| render_err(e.to_string()))?;
+            ctx.insert("fmt", fmt);
+            let code = self
+                .tera
+                .render(&fmt.template_path(), &ctx)
+                .map_err(|e| render_err(templates::tera_error_chain(&e)))?;
+            ctx.insert("format_code", &code);
+        }
         let body = self
             .tera
             .render(spec.template, &ctx)

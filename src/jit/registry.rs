@@ -8,6 +8,9 @@ pub fn all() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
     specs.extend(crate::ops::rmsnorm::instantiations());
     specs.extend(crate::ops::mma_probe::instantiations());
+    specs.extend(crate::ops::linear::instantiations());
+    specs.extend(crate::ops::embedding::instantiations());
+    specs.extend(crate::ops::gdn::instantiations());
     specs
 }
 

@@ -255,7 +255,7 @@ mod tests {
         }
         header.insert("__metadata__".into(), serde_json::json!({"format": "pt"}));
         let mut h = serde_json::to_vec(&serde_json::Value::Object(header)).unwrap();
-        while h.len() % 8 != 0 {
+        while !h.len().is_multiple_of(8) {
             h.push(b' ');
         }
         let mut out = (h.len() as u64).to_le_bytes().to_vec();

@@ -43,7 +43,7 @@ pub fn run(
     k: usize,
 ) -> Result<Vec<f32>, GpuError> {
     assert!(
-        m % 16 == 0 && n % 8 == 0 && k % 16 == 0,
+        m.is_multiple_of(16) && n.is_multiple_of(8) && k.is_multiple_of(16),
         "probe shape not tile-aligned"
     );
     let f = gpu.function(&spec())?;

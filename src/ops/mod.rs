@@ -1,8 +1,12 @@
 //! Ops: one module per op family, each with its public API, its CPU reference (the oracle
 //! its GPU routes are qualified against) and its CUDA routes.
 
+pub mod embedding;
+pub mod gdn;
+pub mod linear;
 pub mod mma_probe;
 pub mod rmsnorm;
+pub mod weight;
 
 use serde::Serialize;
 

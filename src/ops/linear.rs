@@ -1,0 +1,511 @@
+//! Linear layers: `Y[T,N] = X[T,K] * W[N,K]^T`, W in any weight format, X and Y bf16,
+//! f32 accumulation, with the fused epilogues the models need (residual add; SwiGLU of a
+//! gate and an up projection computed in one launch).
+//!
+//! Two kernel families: `linear_gemv` (`templates/linear/gemv.cu`, T = 1..8, CUDA cores,
+//! each weight group decoded once for all columns) and `linear_mma` (`templates/linear/
+//! mma_tiled.cu`, T > 8 and prefill: weight tiles decoded to bf16 in shared memory,
+//! `mma.sync` m16n8k16). Routes are chosen by [`LinearRoute::choose`] until the autotuner
+//! supplies a table.
+
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::weight::{random_bf16, random_payload, DeviceWeight};
+use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
+use crate::formats::{Format, Layout};
+use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::jit::KernelSpec;
+use crate::qualify::{Outcome, ALLOW_BF16};
+
+/// What happens to the accumulated product before it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Epilogue {
+    None,
+    /// `Y = X W^T + R`
+    Residual,
+    /// `Y = silu(X Wg^T) * (X Wu^T)`: the first weight is the gate, the second the up.
+    Swiglu,
+}
+
+impl Epilogue {
+    pub const ALL: [Epilogue; 3] = [Epilogue::None, Epilogue::Residual, Epilogue::Swiglu];
+    fn short(self) -> &'static str {
+        match self {
+            Epilogue::None => "plain",
+            Epilogue::Residual => "res",
+            Epilogue::Swiglu => "swiglu",
+        }
+    }
+}
+
+/// Tile shape of a linear kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinearTile {
+    /// CUDA-core kernel for up to `tt` columns; `rows` output rows per warp.
+    Gemv { tt: u32, rows: u32, warps: u32 },
+    /// Tensor-core kernel: a `bm x bn` tile of Y per block, `wm x wn` warps.
+    Mma { bm: u32, bn: u32, wm: u32, wn: u32 },
+}
+
+/// The gemv column tiles that are instantiated.
+pub const GEMV_TT: [u32; 4] = [1, 2, 4, 8];
+/// The tensor-core tiles that are instantiated: small T (decode with several lanes) and prefill.
+pub const MMA_TILES: [(u32, u32, u32, u32); 2] = [(32, 64, 1, 4), (64, 128, 2, 4)];
+
+/// One linear kernel instantiation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearRoute {
+    pub format: &'static Format,
+    pub tile: LinearTile,
+    pub epilogue: Epilogue,
+}
+
+impl LinearRoute {
+    pub fn spec(&self) -> KernelSpec {
+        let f = &self.format.name;
+        let e = self.epilogue.short();
+        match self.tile {
+            LinearTile::Gemv { tt, rows, warps } => KernelSpec::new(
+                "linear_gemv",
+                "linear/gemv.cu",
+                format!("linear_gemv_{f}_{e}_t{tt}_r{rows}_w{warps}"),
+            )
+            .param("tt", tt)
+            .param("rows", rows)
+            .param("warps", warps),
+            LinearTile::Mma { bm, bn, wm, wn } => KernelSpec::new(
+                "linear_mma",
+                "linear/mma_tiled.cu",
+                format!("linear_mma_{f}_{e}_{bm}x{bn}_w{wm}x{wn}"),
+            )
+            .param("bm", bm)
+            .param("bn", bn)
+            .param("warps_m", wm)
+            .param("warps_n", wn),
+        }
+        .param("format", f)
+        .param("epilogue", self.epilogue)
+    }
+
+    /// The built-in heuristic (the autotuner's default).
+    pub fn choose(format: &'static Format, t: usize, epilogue: Epilogue) -> LinearRoute {
+        let tile = if t <= 8 {
+            let tt = (t.max(1) as u32).next_power_of_two();
+            LinearTile::Gemv {
+                tt,
+                rows: 1,
+                warps: 4,
+            }
+        } else if t <= 32 {
+            let (bm, bn, wm, wn) = MMA_TILES[0];
+            LinearTile::Mma { bm, bn, wm, wn }
+        } else {
+            let (bm, bn, wm, wn) = MMA_TILES[1];
+            LinearTile::Mma { bm, bn, wm, wn }
+        };
+        LinearRoute {
+            format,
+            tile,
+            epilogue,
+        }
+    }
+
+    /// Columns one launch can take (more are split over launches by [`launch`]).
+    fn max_columns(&self) -> usize {
+        match self.tile {
+            LinearTile::Gemv { tt, .. } => tt as usize,
+            LinearTile::Mma { .. } => usize::MAX,
+        }
+    }
+
+    fn all_for(format: &'static Format) -> Vec<LinearRoute> {
+        let mut routes = Vec::new();
+        for epilogue in Epilogue::ALL {
+            for tt in GEMV_TT {
+                routes.push(LinearRoute {
+                    format,
+                    tile: LinearTile::Gemv {
+                        tt,
+                        rows: 1,
+                        warps: 4,
+                    },
+                    epilogue,
+                });
+            }
+            for (bm, bn, wm, wn) in MMA_TILES {
+                routes.push(LinearRoute {
+                    format,
+                    tile: LinearTile::Mma { bm, bn, wm, wn },
+                    epilogue,
+                });
+            }
+        }
+        routes
+    }
+}
+
+fn all_routes() -> Vec<LinearRoute> {
+    crate::formats::registry()
+        .iter()
+        .flat_map(LinearRoute::all_for)
+        .collect()
+}
+
+/// Every registered instantiation of both families.
+pub fn instantiations() -> Vec<KernelSpec> {
+    all_routes().iter().map(LinearRoute::spec).collect()
+}
+
+/// The operands of one linear launch.
+pub struct LinearArgs<'a> {
+    pub w: &'a DeviceWeight,
+    /// The up projection for [`Epilogue::Swiglu`] (same format and shape as `w`).
+    pub w_up: Option<&'a DeviceWeight>,
+    /// `[T, K]` bf16 bits.
+    pub x: &'a CudaSlice<u16>,
+    /// `[T, N]` bf16 bits, for [`Epilogue::Residual`]; may be the output itself.
+    pub residual: Option<&'a CudaSlice<u16>>,
+    pub t: usize,
+}
+
+/// Queues `y = epilogue(x * w^T)` on the GPU's stream.
+pub fn launch(
+    gpu: &Gpu,
+    route: &LinearRoute,
+    a: &LinearArgs,
+    y: &mut CudaSlice<u16>,
+) -> Result<(), GpuError> {
+    use cudarc::driver::DevicePtr;
+    let (n, k) = (a.w.layout.n, a.w.layout.k);
+    assert_eq!(
+        a.w.format.name, route.format.name,
+        "weight format differs from the route's"
+    );
+    assert!(
+        a.x.len() >= a.t * k && y.len() >= a.t * n,
+        "activation buffers too small"
+    );
+    assert!(
+        k % 64 == 0 || matches!(route.tile, LinearTile::Gemv { .. }),
+        "the tensor-core route needs K % 64 == 0"
+    );
+    let up = match route.epilogue {
+        Epilogue::Swiglu => {
+            let up = a.w_up.expect("a SwiGLU launch needs the up projection");
+            assert!(
+                up.layout == a.w.layout && up.format.name == a.w.format.name,
+                "gate and up differ"
+            );
+            up
+        }
+        _ => a.w,
+    };
+    if route.epilogue == Epilogue::Residual {
+        assert!(
+            a.residual.is_some_and(|r| r.len() >= a.t * n),
+            "a residual launch needs [T, N] residuals"
+        );
+    }
+    let f = gpu.function(&route.spec())?;
+    let (q, s) = a.w.planes(gpu);
+    let (q2, s2) = up.planes(gpu);
+    let stride_q = a.w.layout.q_row_bytes as i64;
+    let stride_s = a.w.layout.s_row_bytes as i64;
+    let x0 = a.x.device_ptr(gpu.stream()).0;
+    let y0 = y.device_ptr(gpu.stream()).0;
+    let r0 = a
+        .residual
+        .map(|r| r.device_ptr(gpu.stream()).0)
+        .unwrap_or(y0);
+    let (ni, ki) = (n as i32, k as i32);
+    let step = route.max_columns();
+    let mut col = 0;
+    while col < a.t {
+        let cols = step.min(a.t - col);
+        let cfg = match route.tile {
+            LinearTile::Gemv { rows, warps, .. } => {
+                let rows_per_block = (rows * warps) as usize;
+                LaunchConfig {
+                    grid_dim: (n.div_ceil(rows_per_block) as u32, 1, 1),
+                    block_dim: (warps * 32, 1, 1),
+                    shared_mem_bytes: 0,
+                }
+            }
+            LinearTile::Mma { bm, bn, wm, wn } => LaunchConfig {
+                grid_dim: (
+                    n.div_ceil(bn as usize) as u32,
+                    cols.div_ceil(bm as usize) as u32,
+                    1,
+                ),
+                block_dim: (wm * wn * 32, 1, 1),
+                shared_mem_bytes: 0,
+            },
+        };
+        let (xc, yc, rc) = (
+            x0 + (col * k * 2) as u64,
+            y0 + (col * n * 2) as u64,
+            r0 + (col * n * 2) as u64,
+        );
+        let ti = cols as i32;
+        let mut b = gpu.stream().launch_builder(&f);
+        b.arg(&q)
+            .arg(&s)
+            .arg(&q2)
+            .arg(&s2)
+            .arg(&stride_q)
+            .arg(&stride_s)
+            .arg(&xc)
+            .arg(&rc)
+            .arg(&yc)
+            .arg(&ti)
+            .arg(&ni)
+            .arg(&ki);
+        // SAFETY: the arguments match the template's signature; sizes are asserted above and
+        // the kernels guard rows and columns past N and T.
+        unsafe { b.launch(cfg) }
+            .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
+        col += cols;
+    }
+    Ok(())
+}
+
+/// f64 reference for the output rows `rows` (all T columns): `x` is `[T, K]`, `w_rows[i]`
+/// the decoded weight row `rows[i]`, same for `up_rows`.
+pub fn reference_rows(
+    x: &[f64],
+    (t, k): (usize, usize),
+    w_rows: &[Vec<f32>],
+    up_rows: Option<&[Vec<f32>]>,
+    epilogue: Epilogue,
+    residual: impl Fn(usize, usize) -> f64,
+    rows: &[usize],
+) -> Vec<f64> {
+    let dot = |ti: usize, w: &[f32]| -> f64 { (0..k).map(|i| x[ti * k + i] * w[i] as f64).sum() };
+    let mut out = Vec::with_capacity(t * rows.len());
+    for ti in 0..t {
+        for (i, &row) in rows.iter().enumerate() {
+            let g = dot(ti, &w_rows[i]);
+            out.push(match epilogue {
+                Epilogue::None => g,
+                Epilogue::Residual => g + residual(ti, row),
+                Epilogue::Swiglu => {
+                    let u = dot(ti, &up_rows.expect("swiglu reference needs up rows")[i]);
+                    g / (1.0 + (-g).exp()) * u
+                }
+            });
+        }
+    }
+    out
+}
+
+/// A random weight of shape `[n, k]` in `fmt`, on the device and kept on the host.
+fn random_weight(
+    gpu: &Gpu,
+    fmt: &'static Format,
+    n: usize,
+    k: usize,
+    rng: &mut impl Rng,
+) -> Result<(DeviceWeight, Vec<u8>), GpuError> {
+    let layout = Layout::new(fmt, n, k).expect("qualify shapes fit every format");
+    let payload = random_payload(fmt, &layout, rng);
+    Ok((DeviceWeight::upload(gpu, fmt, layout, &payload)?, payload))
+}
+
+fn decode_rows(w: &DeviceWeight, payload: &[u8], rows: &[usize]) -> Vec<Vec<f32>> {
+    rows.iter()
+        .map(|&r| {
+            let mut out = vec![0f32; w.layout.k];
+            crate::formats::decode_row(w.format, &w.layout, payload, r, &mut out);
+            out
+        })
+        .collect()
+}
+
+/// Runs one route at one shape on fresh random inputs and checks sampled output rows (and
+/// that every output was written) against the f64 reference.
+fn check(
+    gpu: &Gpu,
+    route: &LinearRoute,
+    (t, n, k): (usize, usize, usize),
+    rng: &mut impl Rng,
+) -> Result<Outcome, GpuError> {
+    let (w, wp) = random_weight(gpu, route.format, n, k, rng)?;
+    let up = match route.epilogue {
+        Epilogue::Swiglu => Some(random_weight(gpu, route.format, n, k, rng)?),
+        _ => None,
+    };
+    let (xb, xv) = random_bf16(t * k, 1.0, rng);
+    let (rb, rv) = random_bf16(t * n, 1.0, rng);
+    let x = gpu.upload(&xb)?;
+    let residual = gpu.upload(&rb)?;
+    let mut y = gpu.upload(&vec![0x7fc0u16; t * n])?; // bf16 NaN
+    let args = LinearArgs {
+        w: &w,
+        w_up: up.as_ref().map(|u| &u.0),
+        x: &x,
+        residual: Some(&residual),
+        t,
+    };
+    launch(gpu, route, &args, &mut y)?;
+    gpu.synchronize()?;
+    let got_all = gpu.download(&y)?;
+
+    // Sample rows: the first, the last and random ones (all rows when N is small).
+    let mut rows: Vec<usize> = if n <= 256 {
+        (0..n).collect()
+    } else {
+        (0..62).map(|_| rng.random_range(0..n)).collect()
+    };
+    if n > 256 {
+        rows.extend([0, n - 1]);
+    }
+    let w_rows = decode_rows(&w, &wp, &rows);
+    let up_rows = up.as_ref().map(|(u, p)| decode_rows(u, p, &rows));
+    let want = reference_rows(
+        &xv,
+        (t, k),
+        &w_rows,
+        up_rows.as_deref(),
+        route.epilogue,
+        |ti, r| rv[ti * n + r],
+        &rows,
+    );
+    let unwritten = got_all
+        .iter()
+        .any(|&b| !half::bf16::from_bits(b).is_finite());
+    let mut got: Vec<f32> = Vec::with_capacity(want.len());
+    for ti in 0..t {
+        for &r in &rows {
+            got.push(half::bf16::from_bits(got_all[ti * n + r]).to_f32());
+        }
+    }
+    if unwritten {
+        got[0] = f32::NAN; // an unwritten (poisoned) output anywhere fails the check
+    }
+    Ok(Outcome::compare(
+        route.spec().entry,
+        format!("T={t} N={n} K={k}"),
+        &got,
+        &want,
+        ALLOW_BF16,
+    ))
+}
+
+/// Real projection shapes `(N, K)`: SmolLM2-135M, Qwen3.6-27B, and 14336->4096.
+pub const SHAPES_SMOLLM2: [(usize, usize); 3] = [(1536, 576), (576, 1536), (192, 576)];
+pub const SHAPES_27B: [(usize, usize); 4] =
+    [(17408, 5120), (5120, 17408), (10240, 5120), (5120, 6144)];
+pub const SHAPE_LLAMA_BENCH: (usize, usize) = (4096, 14336);
+pub const SHAPE_HEAD_27B: (usize, usize) = (248320, 5120);
+
+/// Every route, every T bucket it serves, on real shapes.
+pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    let mut out = Vec::new();
+    for route in all_routes() {
+        let ts: Vec<usize> = match route.tile {
+            LinearTile::Gemv { tt, .. } => ((tt / 2 + 1) as usize..=tt as usize).collect(),
+            LinearTile::Mma { bm: 32, .. } => vec![9, 16, 17, 24, 32],
+            LinearTile::Mma { .. } => vec![33, 64, 100, 256],
+        };
+        // Cycle the shapes over the T values so each route sees several real shapes.
+        let shapes: Vec<(usize, usize)> = SHAPES_SMOLLM2
+            .iter()
+            .chain(SHAPES_27B.iter())
+            .chain([SHAPE_LLAMA_BENCH].iter())
+            .copied()
+            .collect();
+        for (i, &t) in ts.iter().enumerate() {
+            let (n, k) = shapes[(i + route.format.name.len()) % shapes.len()];
+            out.push(check(gpu, &route, (t, n, k), rng)?);
+        }
+    }
+    // Long prefill and the big head, on the formats the models use there.
+    for name in ["q4_g64", "q6_g64", "q8_g32", "bf16"] {
+        let fmt = crate::formats::format(name).expect("registered");
+        for t in [512, 4096] {
+            out.push(check(
+                gpu,
+                &LinearRoute::choose(fmt, t, Epilogue::None),
+                (t, 17408, 5120),
+                rng,
+            )?);
+        }
+        out.push(check(
+            gpu,
+            &LinearRoute::choose(fmt, 1, Epilogue::None),
+            (1, SHAPE_HEAD_27B.0, SHAPE_HEAD_27B.1),
+            rng,
+        )?);
+    }
+    Ok(out)
+}
+
+/// Decode-shape and prefill benchmarks with cuBLAS bf16 on the same shapes as the peer.
+pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
+    let gpu = ctx.gpu;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let blas = crate::gpu::Blas::new(gpu)?;
+    let mut records = Vec::new();
+    let mut cases: Vec<(&str, usize, (usize, usize))> = Vec::new();
+    for t in [1, 8, 32] {
+        cases.push(("q4_g64", t, (17408, 5120)));
+    }
+    cases.push(("q4_g64", 1, SHAPE_HEAD_27B));
+    cases.push(("q4_g64", 1, SHAPE_LLAMA_BENCH));
+    cases.push(("q8_g32", 1, (17408, 5120)));
+    cases.push(("q6_g64", 1, (17408, 5120)));
+    cases.push(("q4_g64", 4096, (17408, 5120)));
+    cases.push(("bf16", 4096, (17408, 5120)));
+    for (name, t, (n, k)) in cases {
+        let what = format!("linear {name}");
+        if filter.is_some_and(|f| !what.contains(f)) {
+            continue;
+        }
+        let fmt = crate::formats::format(name).expect("registered");
+        let route = LinearRoute::choose(fmt, t, Epilogue::None);
+        let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(fmt, &layout, &mut rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        let (xb, _) = random_bf16(t * k, 1.0, &mut rng);
+        let x = gpu.upload(&xb)?;
+        let mut y: CudaSlice<u16> = gpu.alloc_zeros(t * n)?;
+        let us = median_us(gpu, 5, 50, |i| {
+            let args = LinearArgs {
+                w: &weights[i % sets],
+                w_up: None,
+                x: &x,
+                residual: None,
+                t,
+            };
+            launch(gpu, &route, &args, &mut y)
+        })?;
+        drop(weights);
+        let bytes = (layout.total_bytes + t * k * 2 + t * n * 2) as f64;
+        let flops = 2.0 * (t * n * k) as f64;
+        let shape = format!("T={t} N={n} K={k}");
+        let mut rec = ctx.record(what, route.spec().entry, shape.clone(), us, bytes, flops);
+
+        // cuBLAS bf16 on the same shape, weights rotated the same way.
+        let wsets = rotation_sets(gpu, n * k * 2);
+        // Timing does not care what the values are, only that they are not zeros: repeat
+        // a random block rather than draw 1.3 G normals for the head.
+        let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
+        let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
+        let wdev: Vec<CudaSlice<u16>> = (0..wsets)
+            .map(|_| gpu.upload(&wb))
+            .collect::<Result<_, _>>()?;
+        let peer_us = median_us(gpu, 5, 50, |i| {
+            blas.gemm_bf16(gpu, &wdev[i % wsets], &x, &mut y, (t, n, k))
+        })?;
+        rec.peer = Some("cuBLAS bf16 (cublasGemmEx)".into());
+        rec.peer_median_us = Some(peer_us);
+        rec.speedup_vs_peer = Some(peer_us / us);
+        records.push(rec);
+    }
+    Ok(records)
+}
