@@ -1,0 +1,198 @@
+//! GDN kernel benchmarks at the Qwen3.6-27B shape: the fused decode step at 1 and 8 lanes
+//! (f32 and f16 state, every vector tile) and the chunked prefill at 512 and 4096 tokens.
+//! Each is timed as the replay of a CUDA graph of several launches over state sets that
+//! together exceed twice the L2, so that every launch reads its state from memory.
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::drift::realistic_params;
+use super::*;
+use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
+use crate::gpu::Graph;
+
+pub const DECODE_WHAT: &str = "gdn decode";
+pub const PREFILL_WHAT: &str = "gdn prefill";
+
+/// The `shape` string of a decode record (the peer script writes the same).
+pub fn decode_shape(lanes: usize, d: &GdnDims, st: StateType) -> String {
+    format!("lanes={lanes} {} state={}", d.describe(), st.short())
+}
+
+/// The `shape` string of a prefill record.
+pub fn prefill_shape(t: usize, d: &GdnDims, st: StateType) -> String {
+    format!("T={t} seqs=1 {} state={}", d.describe(), st.short())
+}
+
+/// Bytes one decode step must move per lane: the state read and written, the conv state
+/// read and written, the inputs and the output.
+pub fn decode_bytes(d: &GdnDims, st: StateType) -> (f64, f64) {
+    let state = 2.0 * (d.state_len() * st.bytes()) as f64;
+    let other =
+        (2 * d.conv_state_len() * 4 + d.conv_dim() * 4 + 2 * d.hv * 4 + d.value_dim() * 4) as f64;
+    (state, other)
+}
+
+/// Flops of the chunked prefill for one sequence of `t` tokens (what the kernels execute:
+/// the two Gram matrices, the solve, W S, Q S, P V', K^T V').
+pub fn prefill_flops(d: &GdnDims, t: usize) -> f64 {
+    let (c, dk, dv) = (64.0, d.dk as f64, d.dv as f64);
+    let per_chunk = 2.0
+        * (2.0 * c * c * dk
+            + 0.5 * c * c * (dk + dv)
+            + 2.0 * c * dk * dv
+            + 0.5 * c * c * dv
+            + c * dk * dv);
+    per_chunk * (t as f64 / c) * d.hv as f64
+}
+
+fn random_state(
+    gpu: &Gpu,
+    d: &GdnDims,
+    ty: StateType,
+    lanes: usize,
+    seed: u64,
+) -> Result<GdnState, GpuError> {
+    use rand::Rng;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let s: Vec<f32> = (0..lanes * d.state_len())
+        .map(|_| rng.random_range(-0.3..0.3))
+        .collect();
+    let c: Vec<f32> = (0..lanes * d.conv_state_len())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    Ok(GdnState {
+        lanes,
+        s: StateBuf::upload(gpu, ty, &s)?,
+        conv: gpu.upload(&c)?,
+        counters: gpu.alloc_zeros(lanes * d.hk)?,
+    })
+}
+
+fn random_f32(gpu: &Gpu, n: usize, seed: u64) -> Result<CudaSlice<f32>, GpuError> {
+    use rand::Rng;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let v: Vec<f32> = (0..n).map(|_| rng.random_range(-2.0..2.0)).collect();
+    gpu.upload(&v)
+}
+
+/// Times one decode configuration with `route`; returns the median per launch in us.
+pub fn time_decode(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    lanes: usize,
+) -> Result<f64, GpuError> {
+    let d = &w.dims;
+    let (sb, ob) = decode_bytes(d, route.state);
+    let sets = rotation_sets(gpu, (lanes as f64 * (sb + ob) / 2.0) as usize).max(2);
+    let mut states = (0..sets)
+        .map(|i| random_state(gpu, d, route.state, lanes, 100 + i as u64))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mixed = random_f32(gpu, lanes * d.conv_dim(), 1)?;
+    let a = random_f32(gpu, lanes * d.hv, 2)?;
+    let b = random_f32(gpu, lanes * d.hv, 3)?;
+    let o: CudaSlice<f32> = gpu.alloc_zeros(lanes * d.value_dim())?;
+    let raw = RawInputs {
+        mixed: dptr(gpu, &mixed),
+        a: dptr(gpu, &a),
+        b: dptr(gpu, &b),
+    };
+    let op = dptr(gpu, &o);
+    // Load the kernel before capture.
+    launch_recurrent(gpu, route, w, &mut states[0], raw, 1, Some(op), None, None)?;
+    gpu.synchronize()?;
+    let graph = Graph::capture(gpu, || {
+        for st in states.iter_mut() {
+            launch_recurrent(gpu, route, w, st, raw, 1, Some(op), None, None)?;
+        }
+        Ok(())
+    })?;
+    let us = median_us(gpu, 3, 25, |_| graph.replay())?;
+    Ok(us / sets as f64)
+}
+
+/// Times the chunked prefill of one sequence of `t` tokens; median per prefill in us.
+pub fn time_prefill(gpu: &Gpu, w: &GdnWeights, ty: StateType, t: usize) -> Result<f64, GpuError> {
+    let d = &w.dims;
+    let in_bytes = t * (d.conv_dim() + 2 * d.hv) * 4;
+    let sets = rotation_sets(gpu, in_bytes).min(8);
+    let inputs = (0..sets)
+        .map(|i| -> Result<_, GpuError> {
+            Ok((
+                random_f32(gpu, t * d.conv_dim(), 10 + i as u64)?,
+                random_f32(gpu, t * d.hv, 20 + i as u64)?,
+                random_f32(gpu, t * d.hv, 30 + i as u64)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut st = random_state(gpu, d, ty, 1, 5)?;
+    let mut ws = PrefillWorkspace::new(gpu, d, 1, t, ty)?;
+    let o: CudaSlice<f32> = gpu.alloc_zeros(t * d.value_dim())?;
+    let op = dptr(gpu, &o);
+    let raws: Vec<RawInputs> = inputs
+        .iter()
+        .map(|(m, a, b)| RawInputs {
+            mixed: dptr(gpu, m),
+            a: dptr(gpu, a),
+            b: dptr(gpu, b),
+        })
+        .collect();
+    launch_prefill(gpu, w, &mut st, raws[0], &mut ws, op)?;
+    gpu.synchronize()?;
+    let graph = Graph::capture(gpu, || {
+        for raw in &raws {
+            launch_prefill(gpu, w, &mut st, *raw, &mut ws, op)?;
+        }
+        Ok(())
+    })?;
+    let us = median_us(gpu, 2, 15, |_| graph.replay())?;
+    Ok(us / sets as f64)
+}
+
+/// Decode at 1 and 8 lanes (f32 and f16 state, every vector tile) and chunked prefill at
+/// 512 and 4096 tokens, at the 27B shape.
+pub fn bench(ctx: &BenchCtx) -> Result<Vec<BenchRecord>, GpuError> {
+    let gpu = ctx.gpu;
+    let d = QWEN36_27B;
+    let mut rng = StdRng::seed_from_u64(7);
+    let p = realistic_params(&d, &mut rng);
+    let w = GdnWeights::upload(gpu, d, &p)?;
+    let mut out = Vec::new();
+    for lanes in [1usize, 8] {
+        for ty in StateType::ALL {
+            for route in RecurrentRoute::all_for(Mode::Step, ty, &d) {
+                if !route.tile.vec {
+                    continue;
+                }
+                let us = time_decode(gpu, &route, &w, lanes)?;
+                let (sb, ob) = decode_bytes(&d, ty);
+                let flops = (lanes * d.hv * d.dk * d.dv * 8) as f64;
+                out.push(ctx.record(
+                    DECODE_WHAT,
+                    route.spec().entry,
+                    decode_shape(lanes, &d, ty),
+                    us,
+                    lanes as f64 * (sb + ob),
+                    flops,
+                ));
+            }
+        }
+    }
+    for t in [512usize, 4096] {
+        for ty in StateType::ALL {
+            let us = time_prefill(gpu, &w, ty, t)?;
+            let bytes = (t * (d.conv_dim() + 2 * d.hv + d.value_dim()) * 4) as f64
+                + 2.0 * (d.state_len() * ty.bytes() + d.conv_state_len() * 4) as f64;
+            out.push(ctx.record(
+                PREFILL_WHAT,
+                prefill_route_name(),
+                prefill_shape(t, &d, ty),
+                us,
+                bytes,
+                prefill_flops(&d, t),
+            ));
+        }
+    }
+    Ok(out)
+}

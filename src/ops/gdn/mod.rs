@@ -1,0 +1,835 @@
+//! Gated DeltaNet (the `linear_attn` mixer of Qwen3.5/3.6, MODEL_SPEC.md section 4).
+//!
+//! - [`reference`]: the f64 oracle of the whole mixer (conv, gating, L2 norm, recurrence in
+//!   both the recurrent and the chunked form, gated RMSNorm).
+//! - [`cpu`]: the CPU op in f32 arithmetic with f32 or f16 state storage (what the CPU
+//!   backend runs, and the subject of the CPU drift test).
+//! - CUDA routes (this file): the fused recurrent kernel (`templates/gdn/recurrent.cu`,
+//!   modes step / record / replay, templated on the state storage type and the tile), the
+//!   prefill prologue (`gdn/prep.cu`), the chunked prefill (`gdn/chunk.cu`, chunk 64,
+//!   WY/UT form, f32 interface: f16 storage is staged through an f32 workspace), the
+//!   output norm (`gdn/out_norm.cu`) and the state conversion (`gdn/convert.cu`).
+//!
+//! Activations are f32 (`mixed`, `z`, `a`, `b` in; `y` out as f32 or bf16). The state
+//! layout is `[lanes][HV][dv][dk]` (one column of S contiguous), the conv state
+//! `[lanes][conv_dim][Kc-1]`; [`reference`] documents both.
+
+pub mod bench;
+pub mod cpu;
+pub mod drift;
+mod qualify;
+pub mod reference;
+
+pub use bench::bench;
+pub use qualify::qualify;
+
+use cudarc::driver::{DevicePtr, DeviceRepr, ValidAsZeroBits};
+use serde::Serialize;
+
+use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::jit::KernelSpec;
+
+/// Head counts and dims of one GDN layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GdnDims {
+    pub hk: usize,
+    pub hv: usize,
+    pub dk: usize,
+    pub dv: usize,
+    /// Conv width (`linear_conv_kernel_dim`, 4 in every model).
+    pub kc: usize,
+}
+
+impl GdnDims {
+    pub const fn new(hk: usize, hv: usize, dk: usize, dv: usize) -> Self {
+        GdnDims {
+            hk,
+            hv,
+            dk,
+            dv,
+            kc: 4,
+        }
+    }
+    pub fn key_dim(&self) -> usize {
+        self.hk * self.dk
+    }
+    pub fn value_dim(&self) -> usize {
+        self.hv * self.dv
+    }
+    pub fn conv_dim(&self) -> usize {
+        2 * self.key_dim() + self.value_dim()
+    }
+    pub fn state_len(&self) -> usize {
+        self.hv * self.dk * self.dv
+    }
+    pub fn conv_state_len(&self) -> usize {
+        self.conv_dim() * (self.kc - 1)
+    }
+    pub fn describe(&self) -> String {
+        format!(
+            "HK={} HV={} dk={} dv={}",
+            self.hk, self.hv, self.dk, self.dv
+        )
+    }
+}
+
+/// Qwen3.6-27B's GDN layer.
+pub const QWEN36_27B: GdnDims = GdnDims::new(16, 48, 128, 128);
+/// Qwen3.6-35B-A3B's GDN layer.
+pub const QWEN36_35B_A3B: GdnDims = GdnDims::new(16, 32, 128, 128);
+
+/// Storage type of the recurrent state (`--gdn-state-fp16` selects `F16`); arithmetic is
+/// f32 either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateType {
+    F32,
+    F16,
+}
+
+impl StateType {
+    pub const ALL: [StateType; 2] = [StateType::F32, StateType::F16];
+
+    /// The op-level form of `--gdn-state-fp16`.
+    pub fn from_fp16_flag(fp16: bool) -> Self {
+        if fp16 {
+            StateType::F16
+        } else {
+            StateType::F32
+        }
+    }
+    pub fn cuda_type(self) -> &'static str {
+        match self {
+            StateType::F32 => "float",
+            StateType::F16 => "f16_t",
+        }
+    }
+    pub fn short(self) -> &'static str {
+        match self {
+            StateType::F32 => "f32",
+            StateType::F16 => "f16",
+        }
+    }
+    pub fn bytes(self) -> usize {
+        match self {
+            StateType::F32 => 4,
+            StateType::F16 => 2,
+        }
+    }
+    /// Rounds an f32 to what the storage holds.
+    pub fn round(self, v: f32) -> f32 {
+        match self {
+            StateType::F32 => v,
+            StateType::F16 => half::f16::from_f32(v).to_f32(),
+        }
+    }
+}
+
+/// What a launch of the recurrent kernel does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// T tokens per lane (T = 1: the direct decode step; T > 1: batch update), in place.
+    Step,
+    /// The state (and conv window) after each of T verify columns; the state is untouched.
+    Record,
+    /// Fold `counts[lane]` of T recorded columns into the state, in place.
+    Replay,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Step, Mode::Record, Mode::Replay];
+    fn short(self) -> &'static str {
+        match self {
+            Mode::Step => "step",
+            Mode::Record => "record",
+            Mode::Replay => "replay",
+        }
+    }
+}
+
+/// How the recurrent kernel spreads a state column over lanes and columns over a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Tile {
+    /// Lanes sharing one column of S.
+    pub lpr: u32,
+    /// Elements of the column per lane (`lpr * ept` = the largest dk).
+    pub ept: u32,
+    /// Columns per lane.
+    pub rows: u32,
+    pub warps: u32,
+    /// 16-byte state accesses (needs `dk % ept == 0`).
+    pub vec: bool,
+}
+
+impl Tile {
+    pub fn dk_max(&self) -> usize {
+        (self.lpr * self.ept) as usize
+    }
+    /// Columns of S per block.
+    pub fn cols_per_block(&self) -> usize {
+        (self.warps * self.rows * (32 / self.lpr)) as usize
+    }
+    pub fn fits(&self, dk: usize) -> bool {
+        dk <= self.dk_max() && (!self.vec || dk % self.ept as usize == 0)
+    }
+    fn short(&self) -> String {
+        format!(
+            "l{}e{}r{}w{}{}",
+            self.lpr,
+            self.ept,
+            self.rows,
+            self.warps,
+            if self.vec { "v" } else { "s" }
+        )
+    }
+}
+
+/// The registered tiles per storage type: the first fitting one is the default.
+pub fn tiles(state: StateType) -> Vec<Tile> {
+    let t = |lpr, ept, rows, warps, vec| Tile {
+        lpr,
+        ept,
+        rows,
+        warps,
+        vec,
+    };
+    match state {
+        StateType::F32 => vec![
+            t(16, 8, 2, 8, true),
+            t(32, 4, 2, 8, true),
+            t(16, 8, 4, 4, true),
+            t(32, 4, 2, 4, false),
+        ],
+        StateType::F16 => vec![
+            t(16, 8, 2, 8, true),
+            t(16, 8, 4, 4, true),
+            t(32, 4, 2, 4, false),
+        ],
+    }
+}
+
+/// One instantiation of the recurrent kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecurrentRoute {
+    pub mode: Mode,
+    pub state: StateType,
+    pub tile: Tile,
+    pub kc: usize,
+}
+
+impl RecurrentRoute {
+    pub fn spec(&self) -> KernelSpec {
+        let entry = format!(
+            "gdn_{}_{}_{}_k{}",
+            self.mode.short(),
+            self.state.short(),
+            self.tile.short(),
+            self.kc
+        );
+        KernelSpec::new("gdn_recurrent", "gdn/recurrent.cu", entry)
+            .param("mode", self.mode)
+            .param("state", self.state.cuda_type())
+            .param("lpr", self.tile.lpr)
+            .param("ept", self.tile.ept)
+            .param("rows", self.tile.rows)
+            .param("warps", self.tile.warps)
+            .param("vec", self.tile.vec)
+            .param("kc", self.kc)
+    }
+
+    /// The built-in heuristic: the first registered tile that fits dk.
+    pub fn choose(mode: Mode, state: StateType, dims: &GdnDims) -> Option<Self> {
+        tiles(state)
+            .into_iter()
+            .find(|t| t.fits(dims.dk))
+            .map(|tile| RecurrentRoute {
+                mode,
+                state,
+                tile,
+                kc: dims.kc,
+            })
+    }
+
+    /// Every registered route that can run `dims`.
+    pub fn all_for(mode: Mode, state: StateType, dims: &GdnDims) -> Vec<Self> {
+        tiles(state)
+            .into_iter()
+            .filter(|t| t.fits(dims.dk))
+            .map(|tile| RecurrentRoute {
+                mode,
+                state,
+                tile,
+                kc: dims.kc,
+            })
+            .collect()
+    }
+}
+
+const PREP_BLOCK: u32 = 128;
+const PREP_TOKC: usize = 16;
+const PREP_CHMAX: usize = 2; // 2*dk and dv up to 256
+const CHUNK_DKMAX: usize = 128;
+const CHUNK_DVT: usize = 32;
+const NORM_BLOCK: u32 = 128;
+
+fn prep_spec(kc: usize) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_prep",
+        "gdn/prep.cu",
+        format!("gdn_prep_b{PREP_BLOCK}_t{PREP_TOKC}_k{kc}"),
+    )
+    .param("block", PREP_BLOCK)
+    .param("tokc", PREP_TOKC)
+    .param("kc", kc)
+    .param("chmax", PREP_CHMAX)
+}
+
+fn chunk_wu_spec() -> KernelSpec {
+    KernelSpec::new("gdn_chunk", "gdn/chunk.cu", "gdn_chunk_wu_d128")
+        .param("stage", "wu")
+        .param("dkmax", CHUNK_DKMAX)
+}
+
+fn chunk_scan_spec() -> KernelSpec {
+    KernelSpec::new(
+        "gdn_chunk",
+        "gdn/chunk.cu",
+        format!("gdn_chunk_scan_d{CHUNK_DKMAX}_v{CHUNK_DVT}"),
+    )
+    .param("stage", "scan")
+    .param("dkmax", CHUNK_DKMAX)
+    .param("dvt", CHUNK_DVT)
+}
+
+fn chunk_scan_smem() -> usize {
+    let (d, v, c) = (CHUNK_DKMAX, CHUNK_DVT, 64);
+    4 * (3 * c * d + d * (v + 1) + c * (c + 1) + c * (v + 1) + 2 * c)
+}
+
+fn norm_spec(out: crate::ops::DType) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_out_norm",
+        "gdn/out_norm.cu",
+        format!("gdn_out_norm_{}_b{NORM_BLOCK}", out.short()),
+    )
+    .param("out_type", out.cuda_type())
+    .param("block", NORM_BLOCK)
+}
+
+fn convert_spec(to_f32: bool) -> KernelSpec {
+    let dir = if to_f32 { "to_f32" } else { "to_f16" };
+    KernelSpec::new("gdn_convert", "gdn/convert.cu", format!("gdn_state_{dir}"))
+        .param("direction", dir)
+}
+
+/// Every registered instantiation of the GDN families.
+pub fn instantiations() -> Vec<KernelSpec> {
+    let mut specs = Vec::new();
+    for mode in Mode::ALL {
+        for state in StateType::ALL {
+            for tile in tiles(state) {
+                specs.push(
+                    RecurrentRoute {
+                        mode,
+                        state,
+                        tile,
+                        kc: 4,
+                    }
+                    .spec(),
+                );
+            }
+        }
+    }
+    specs.push(prep_spec(4));
+    specs.push(chunk_wu_spec());
+    specs.push(chunk_scan_spec());
+    for out in crate::ops::DType::ALL {
+        specs.push(norm_spec(out));
+    }
+    specs.push(convert_spec(true));
+    specs.push(convert_spec(false));
+    specs
+}
+
+/// The device address of a buffer (event tracking is off on our contexts).
+pub fn dptr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
+    s.device_ptr(gpu.stream()).0
+}
+
+fn launch_err(spec: &KernelSpec) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
+    move |e| GpuError::driver(format!("launching {}", spec.entry), e)
+}
+
+/// A layer's GDN weights on the device (f32).
+pub struct GdnWeights {
+    pub dims: GdnDims,
+    pub conv_w: CudaSlice<f32>,
+    pub a_log: CudaSlice<f32>,
+    pub dt_bias: CudaSlice<f32>,
+    pub norm_w: CudaSlice<f32>,
+    pub eps: f32,
+}
+
+impl GdnWeights {
+    pub fn upload(gpu: &Gpu, dims: GdnDims, p: &reference::GdnParams) -> Result<Self, GpuError> {
+        let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        Ok(GdnWeights {
+            dims,
+            conv_w: gpu.upload(&f(&p.conv_w))?,
+            a_log: gpu.upload(&f(&p.a_log))?,
+            dt_bias: gpu.upload(&f(&p.dt_bias))?,
+            norm_w: gpu.upload(&f(&p.norm_w))?,
+            eps: p.eps as f32,
+        })
+    }
+}
+
+/// The recurrent state of `lanes` sequences in one storage type.
+pub enum StateBuf {
+    F32(CudaSlice<f32>),
+    F16(CudaSlice<u16>),
+}
+
+impl StateBuf {
+    pub fn zeros(gpu: &Gpu, ty: StateType, len: usize) -> Result<Self, GpuError> {
+        Ok(match ty {
+            StateType::F32 => StateBuf::F32(gpu.alloc_zeros(len)?),
+            StateType::F16 => StateBuf::F16(gpu.alloc_zeros(len)?),
+        })
+    }
+    pub fn upload(gpu: &Gpu, ty: StateType, v: &[f32]) -> Result<Self, GpuError> {
+        Ok(match ty {
+            StateType::F32 => StateBuf::F32(gpu.upload(v)?),
+            StateType::F16 => StateBuf::F16(
+                gpu.upload(
+                    &v.iter()
+                        .map(|&x| half::f16::from_f32(x).to_bits())
+                        .collect::<Vec<_>>(),
+                )?,
+            ),
+        })
+    }
+    pub fn ty(&self) -> StateType {
+        match self {
+            StateBuf::F32(_) => StateType::F32,
+            StateBuf::F16(_) => StateType::F16,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            StateBuf::F32(s) => s.len(),
+            StateBuf::F16(s) => s.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn ptr(&self, gpu: &Gpu) -> u64 {
+        match self {
+            StateBuf::F32(s) => dptr(gpu, s),
+            StateBuf::F16(s) => dptr(gpu, s),
+        }
+    }
+    pub fn download(&self, gpu: &Gpu) -> Result<Vec<f32>, GpuError> {
+        Ok(match self {
+            StateBuf::F32(s) => gpu.download(s)?,
+            StateBuf::F16(s) => gpu
+                .download(s)?
+                .into_iter()
+                .map(|b| half::f16::from_bits(b).to_f32())
+                .collect(),
+        })
+    }
+    /// Overwrites the whole buffer in place.
+    pub fn write(&mut self, gpu: &Gpu, v: &[f32]) -> Result<(), GpuError> {
+        let r = match self {
+            StateBuf::F32(s) => gpu.stream().memcpy_htod(v, s),
+            StateBuf::F16(s) => gpu.stream().memcpy_htod(
+                &v.iter()
+                    .map(|&x| half::f16::from_f32(x).to_bits())
+                    .collect::<Vec<_>>(),
+                s,
+            ),
+        };
+        r.map_err(|e| GpuError::driver("copying to the device", e))
+    }
+}
+
+/// Per-sequence GDN state for `lanes` sequence slots: recurrent state, conv state and the
+/// kernel's group counters.
+pub struct GdnState {
+    pub lanes: usize,
+    pub s: StateBuf,
+    pub conv: CudaSlice<f32>,
+    pub counters: CudaSlice<u32>,
+}
+
+impl GdnState {
+    pub fn zeros(gpu: &Gpu, dims: &GdnDims, ty: StateType, lanes: usize) -> Result<Self, GpuError> {
+        Ok(GdnState {
+            lanes,
+            s: StateBuf::zeros(gpu, ty, lanes * dims.state_len())?,
+            conv: gpu.alloc_zeros(lanes * dims.conv_state_len())?,
+            counters: gpu.alloc_zeros(lanes * dims.hk)?,
+        })
+    }
+}
+
+/// Raw device inputs of the mixer for `lanes` x `t` tokens (addresses, so that callers can
+/// point into larger buffers): `mixed [lanes][t][conv_dim]`, `a`, `b [lanes][t][HV]`.
+#[derive(Debug, Clone, Copy)]
+pub struct RawInputs {
+    pub mixed: u64,
+    pub a: u64,
+    pub b: u64,
+}
+
+/// Where a record launch writes: `[lanes][t][HV][dv][dk]` states of the state's type and
+/// `[lanes][t][conv_dim][kc-1]` conv windows.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordBufs {
+    pub state: u64,
+    pub conv: u64,
+}
+
+/// Queues the fused recurrent kernel. `out` (`[lanes][t][HV][dv]` f32) is required for
+/// step and record, `rec` for record, `counts` (`[lanes]` i32, each <= t) for replay.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_recurrent(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    st: &mut GdnState,
+    x: RawInputs,
+    t: usize,
+    out: Option<u64>,
+    rec: Option<RecordBufs>,
+    counts: Option<u64>,
+) -> Result<(), GpuError> {
+    let d = &w.dims;
+    assert_eq!(
+        st.s.ty(),
+        route.state,
+        "state type differs from the route's"
+    );
+    assert!(route.tile.fits(d.dk), "dk {} does not fit the tile", d.dk);
+    assert_eq!(d.kc, route.kc);
+    assert!(d.hk > 0 && d.hv % d.hk == 0, "HV must be a multiple of HK");
+    assert_eq!(st.s.len(), st.lanes * d.state_len());
+    match route.mode {
+        Mode::Step => assert!(out.is_some()),
+        Mode::Record => assert!(out.is_some() && rec.is_some()),
+        Mode::Replay => assert!(counts.is_some()),
+    }
+    if st.lanes == 0 || t == 0 {
+        return Ok(());
+    }
+    let spec = route.spec();
+    let f = gpu.function(&spec)?;
+    let cfg = LaunchConfig {
+        grid_dim: (
+            d.dv.div_ceil(route.tile.cols_per_block()) as u32,
+            d.hv as u32,
+            st.lanes as u32,
+        ),
+        block_dim: (route.tile.warps * 32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let sp = st.s.ptr(gpu);
+    let (out_p, rec_s, rec_c, cnt) = (
+        out.unwrap_or(0),
+        rec.map(|r| r.state).unwrap_or(0),
+        rec.map(|r| r.conv).unwrap_or(0),
+        counts.unwrap_or(0),
+    );
+    let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(&x.mixed)
+        .arg(&x.a)
+        .arg(&x.b)
+        .arg(&w.conv_w)
+        .arg(&w.a_log)
+        .arg(&w.dt_bias)
+        .arg(&st.conv)
+        .arg(&sp)
+        .arg(&out_p)
+        .arg(&rec_s)
+        .arg(&rec_c)
+        .arg(&cnt)
+        .arg(&st.counters);
+    for v in &dims_i {
+        b.arg(v);
+    }
+    // SAFETY: the arguments match the template's signature; the asserts above and the
+    // callers' buffer sizes bound every access.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    Ok(())
+}
+
+/// Queues the gated RMSNorm: `y[r] = o[r] * rsqrt(mean(o[r]^2) + eps) * w * silu(z[r])`
+/// over `rows` rows of dv (f32 in; `y` f32 or bf16 per `out`).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_out_norm(
+    gpu: &Gpu,
+    out: crate::ops::DType,
+    o: u64,
+    z: u64,
+    w: &GdnWeights,
+    y: u64,
+    rows: usize,
+) -> Result<(), GpuError> {
+    if rows == 0 {
+        return Ok(());
+    }
+    let spec = norm_spec(out);
+    let f = gpu.function(&spec)?;
+    let cfg = LaunchConfig {
+        grid_dim: (rows as u32, 1, 1),
+        block_dim: (NORM_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let dv = w.dims.dv as i32;
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(&o)
+        .arg(&z)
+        .arg(&w.norm_w)
+        .arg(&y)
+        .arg(&dv)
+        .arg(&w.eps);
+    // SAFETY: matches the template; the caller sizes o, z, y to rows * dv.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    Ok(())
+}
+
+fn alloc<T: DeviceRepr + ValidAsZeroBits>(gpu: &Gpu, n: usize) -> Result<CudaSlice<T>, GpuError> {
+    gpu.alloc_zeros(n.max(1))
+}
+
+/// Device workspace of the chunked prefill for `seqs` x `t` tokens.
+pub struct PrefillWorkspace {
+    pub seqs: usize,
+    pub t: usize,
+    pub q: CudaSlice<f32>,
+    pub k: CudaSlice<f32>,
+    pub v: CudaSlice<f32>,
+    pub g: CudaSlice<f32>,
+    pub beta: CudaSlice<f32>,
+    pub w: CudaSlice<f32>,
+    pub u: CudaSlice<f32>,
+    pub p: CudaSlice<f32>,
+    pub gc: CudaSlice<f32>,
+    /// The f32 staging copy of an f16 state.
+    pub s32: Option<CudaSlice<f32>>,
+}
+
+impl PrefillWorkspace {
+    pub fn new(
+        gpu: &Gpu,
+        d: &GdnDims,
+        seqs: usize,
+        t: usize,
+        state: StateType,
+    ) -> Result<Self, GpuError> {
+        let n = seqs * t;
+        Ok(PrefillWorkspace {
+            seqs,
+            t,
+            q: alloc(gpu, n * d.key_dim())?,
+            k: alloc(gpu, n * d.key_dim())?,
+            v: alloc(gpu, n * d.value_dim())?,
+            g: alloc(gpu, n * d.hv)?,
+            beta: alloc(gpu, n * d.hv)?,
+            w: alloc(gpu, n * d.hv * d.dk)?,
+            u: alloc(gpu, n * d.value_dim())?,
+            p: alloc(gpu, n * d.hv * 64)?,
+            gc: alloc(gpu, n * d.hv)?,
+            s32: match state {
+                StateType::F32 => None,
+                StateType::F16 => Some(alloc(gpu, seqs * d.state_len())?),
+            },
+        })
+    }
+}
+
+/// Entry names of the prefill's kernels, for reports.
+pub fn prefill_route_name() -> String {
+    format!(
+        "{}+{}+{}",
+        prep_spec(4).entry,
+        chunk_wu_spec().entry,
+        chunk_scan_spec().entry
+    )
+}
+
+/// Queues the chunked prefill of `seqs` sequences of `t` tokens each (the state's lanes
+/// are the sequences): prologue (conv, gates, norms) then the two chunk stages, writing
+/// `o [seqs][t][HV][dv]` f32 (before the output norm) and updating both states.
+pub fn launch_prefill(
+    gpu: &Gpu,
+    w: &GdnWeights,
+    st: &mut GdnState,
+    x: RawInputs,
+    ws: &mut PrefillWorkspace,
+    out: u64,
+) -> Result<(), GpuError> {
+    let d = &w.dims;
+    let (seqs, t) = (ws.seqs, ws.t);
+    assert_eq!(st.lanes, seqs);
+    assert!(
+        d.dk <= CHUNK_DKMAX,
+        "the chunked prefill takes dk <= {CHUNK_DKMAX}"
+    );
+    assert!(
+        2 * d.dk <= PREP_CHMAX * PREP_BLOCK as usize && d.dv <= PREP_CHMAX * PREP_BLOCK as usize
+    );
+    assert!(d.kc == 4 && d.hv % d.hk == 0);
+    if seqs == 0 || t == 0 {
+        return Ok(());
+    }
+    let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    // Prologue.
+    {
+        let spec = prep_spec(d.kc);
+        let f = gpu.function(&spec)?;
+        let cfg = LaunchConfig {
+            grid_dim: (
+                (d.hk + d.hv) as u32,
+                seqs as u32,
+                t.div_ceil(PREP_TOKC) as u32,
+            ),
+            block_dim: (PREP_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = gpu.stream().launch_builder(&f);
+        b.arg(&x.mixed)
+            .arg(&x.a)
+            .arg(&x.b)
+            .arg(&w.conv_w)
+            .arg(&w.a_log)
+            .arg(&w.dt_bias)
+            .arg(&st.conv)
+            .arg(&ws.q)
+            .arg(&ws.k)
+            .arg(&ws.v)
+            .arg(&ws.g)
+            .arg(&ws.beta);
+        for v in &dims_i {
+            b.arg(v);
+        }
+        // SAFETY: matches gdn/prep.cu; buffers sized by PrefillWorkspace::new.
+        unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    }
+    {
+        let spec = chunk_wu_spec();
+        let f = gpu.function(&spec)?;
+        let cfg = LaunchConfig {
+            grid_dim: (t.div_ceil(64) as u32, d.hv as u32, seqs as u32),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = gpu.stream().launch_builder(&f);
+        b.arg(&ws.q)
+            .arg(&ws.k)
+            .arg(&ws.v)
+            .arg(&ws.g)
+            .arg(&ws.beta)
+            .arg(&ws.w)
+            .arg(&ws.u)
+            .arg(&ws.p)
+            .arg(&ws.gc);
+        for v in &dims_i {
+            b.arg(v);
+        }
+        // SAFETY: matches gdn/chunk.cu (wu); buffers sized by PrefillWorkspace::new.
+        unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    }
+    // The scan works on an f32 state; f16 storage is staged through ws.s32.
+    let n_state = (seqs * d.state_len()) as i64;
+    let state_ptr = match (&st.s, &ws.s32) {
+        (StateBuf::F32(s), _) => dptr(gpu, s),
+        (StateBuf::F16(s), Some(s32)) => {
+            launch_convert(gpu, true, dptr(gpu, s), dptr(gpu, s32), n_state)?;
+            dptr(gpu, s32)
+        }
+        (StateBuf::F16(_), None) => panic!("an f16 state needs a workspace made for f16"),
+    };
+    {
+        let spec = chunk_scan_spec();
+        let f = gpu.function(&spec)?;
+        let smem = chunk_scan_smem();
+        f.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(|e| GpuError::driver("raising the shared-memory limit", e))?;
+        let cfg = LaunchConfig {
+            grid_dim: (d.dv.div_ceil(CHUNK_DVT) as u32, d.hv as u32, seqs as u32),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let mut b = gpu.stream().launch_builder(&f);
+        b.arg(&ws.q)
+            .arg(&ws.k)
+            .arg(&ws.w)
+            .arg(&ws.u)
+            .arg(&ws.p)
+            .arg(&ws.gc)
+            .arg(&state_ptr)
+            .arg(&out);
+        for v in &dims_i {
+            b.arg(v);
+        }
+        // SAFETY: matches gdn/chunk.cu (scan); the state holds seqs * state_len elements.
+        unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    }
+    if let (StateBuf::F16(s), Some(s32)) = (&st.s, &ws.s32) {
+        launch_convert(gpu, false, dptr(gpu, s32), dptr(gpu, s), n_state)?;
+    }
+    Ok(())
+}
+
+fn launch_convert(gpu: &Gpu, to_f32: bool, src: u64, dst: u64, n: i64) -> Result<(), GpuError> {
+    let spec = convert_spec(to_f32);
+    let f = gpu.function(&spec)?;
+    let blocks = ((n as usize).div_ceil(256)).min(gpu.props().sm_count as usize * 8) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks.max(1), 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(&src).arg(&dst).arg(&n);
+    // SAFETY: matches gdn/convert.cu; both buffers hold n elements.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_names_are_unique() {
+        let specs = instantiations();
+        let mut names: Vec<_> = specs.iter().map(|s| s.entry.clone()).collect();
+        names.sort();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(n, names.len());
+    }
+
+    #[test]
+    fn the_real_shapes_get_vector_tiles() {
+        for st in StateType::ALL {
+            for d in [QWEN36_27B, QWEN36_35B_A3B] {
+                let r = RecurrentRoute::choose(Mode::Step, st, &d).unwrap();
+                assert!(r.tile.vec);
+            }
+            // Odd dk falls back to the scalar tile.
+            let r = RecurrentRoute::choose(Mode::Step, st, &GdnDims::new(1, 1, 5, 7)).unwrap();
+            assert!(!r.tile.vec);
+        }
+        assert_eq!(StateType::from_fp16_flag(true), StateType::F16);
+    }
+}

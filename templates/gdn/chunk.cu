@@ -1,0 +1,219 @@
+{#
+  GDN chunked prefill (chunk 64, WY/UT form), f32 throughout. Two stages:
+
+  stage "wu" (parallel over chunks), grid (ceil(T/64), HV, seqs), 256 threads. Per chunk
+  with cumulative log-decay G (within the chunk):
+    A[t][s] = beta_t (k_t . k_s) e^(G_t - G_s)  (s < t)
+    (I + A) [W | U] = diag(beta) [K e^G | V]     (forward substitution, one column/thread)
+    P[t][s] = (q_t . k_s) e^(G_t - G_s)          (s <= t, else 0)
+  writes W [seqs][T][HV][dk], U [seqs][T][HV][dv], P [seqs][T][HV][64], G [seqs][T][HV].
+
+  stage "scan" (sequential over chunks), grid (ceil(dv/dvt), HV, seqs), 256 threads,
+  dynamic shared memory (4*(3*64*dkmax + dkmax*(dvt+1) + 64*65 + 64*(dvt+1) + 128) bytes): per chunk, with S the state tile
+  (dk x dvt, f32, layout [HV][dv][dk] in memory):
+    V' = U - W S;  o_t = e^(G_t) S^T q_t + sum_(s<=t) P[t][s] v'_s
+    S <- e^(G_last) S + sum_s e^(G_last - G_s) k_s v'_s^T
+  Inputs are the prepared q, k [seqs][T][HK][dk] and v [seqs][T][HV][dv] (gdn/prep.cu).
+  Params: stage, dkmax (largest dk), dvt (columns per scan block; 256 % dvt == 0).
+#}
+{% include "common/types.cuh" %}
+#define CH 64
+#define NT 256
+#define DKMAX {{ dkmax }}
+
+{% if stage == "wu" %}
+extern "C" __global__ void __launch_bounds__(NT)
+{{ kernel_name }}(const float* __restrict__ q_in,
+                  const float* __restrict__ k_in,
+                  const float* __restrict__ v_in,
+                  const float* __restrict__ g_in,
+                  const float* __restrict__ beta_in,
+                  float* __restrict__ w_out,
+                  float* __restrict__ u_out,
+                  float* __restrict__ p_out,
+                  float* __restrict__ gc_out,
+                  int T, int hk, int hv, int dk, int dv)
+{
+    __shared__ float Qs[CH][33];
+    __shared__ float Ks[CH][33];
+    __shared__ float As[CH][CH + 1];
+    __shared__ float gcs[CH];
+    __shared__ float bts[CH];
+    const int seq = blockIdx.z, h = blockIdx.y;
+    const int kh = h / (hv / hk);
+    const int t0 = blockIdx.x * CH;
+    const int tc = min(CH, T - t0);
+    const int tid = threadIdx.x;
+    const long long tok0 = (long long)seq * T + t0;
+
+    if (tid == 0) {
+        float acc = 0.0f;
+        for (int t = 0; t < CH; ++t) {
+            if (t < tc) {
+                acc += g_in[(tok0 + t) * hv + h];
+                gcs[t] = acc;
+                bts[t] = beta_in[(tok0 + t) * hv + h];
+                gc_out[(tok0 + t) * hv + h] = acc;
+            } else {
+                gcs[t] = acc;
+                bts[t] = 0.0f;
+            }
+        }
+    }
+    // Gram matrices over dk in slices of 32: thread (t = tid/4) takes s = tid%4 + 4m.
+    const int ta = tid >> 2;
+    float accA[16], accP[16];
+#pragma unroll
+    for (int m = 0; m < 16; ++m) { accA[m] = 0.0f; accP[m] = 0.0f; }
+    for (int i0 = 0; i0 < dk; i0 += 32) {
+        __syncthreads();
+        for (int e = tid; e < CH * 32; e += NT) {
+            const int t = e >> 5, i = e & 31;
+            const bool in = t < tc && i0 + i < dk;
+            Qs[t][i] = in ? q_in[((tok0 + t) * hk + kh) * dk + i0 + i] : 0.0f;
+            Ks[t][i] = in ? k_in[((tok0 + t) * hk + kh) * dk + i0 + i] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int m = 0; m < 16; ++m) {
+            const int s = (tid & 3) + 4 * m;
+            float a = 0.0f, p = 0.0f;
+#pragma unroll 8
+            for (int i = 0; i < 32; ++i) {
+                a = fmaf(Ks[ta][i], Ks[s][i], a);
+                p = fmaf(Qs[ta][i], Ks[s][i], p);
+            }
+            accA[m] += a;
+            accP[m] += p;
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+        const int s = (tid & 3) + 4 * m;
+        const float decay = (s <= ta && ta < tc) ? expf(gcs[ta] - gcs[s]) : 0.0f;
+        As[ta][s] = s < ta ? bts[ta] * accA[m] * decay : 0.0f;
+        if (ta < tc) p_out[((tok0 + ta) * hv + h) * CH + s] = accP[m] * decay;
+    }
+    __syncthreads();
+    // Forward substitution, one column of [W | U] per thread.
+    for (int c = tid; c < dk + dv; c += NT) {
+        float x[CH];
+#pragma unroll
+        for (int t = 0; t < CH; ++t) {
+            float b = 0.0f;
+            if (t < tc) {
+                b = c < dk ? k_in[((tok0 + t) * hk + kh) * dk + c] * expf(gcs[t])
+                           : v_in[((tok0 + t) * hv + h) * dv + (c - dk)];
+                b *= bts[t];
+            }
+#pragma unroll
+            for (int s = 0; s < t; ++s) b = fmaf(-As[t][s], x[s], b);
+            x[t] = b;
+            if (t < tc) {
+                if (c < dk) w_out[((tok0 + t) * hv + h) * dk + c] = b;
+                else u_out[((tok0 + t) * hv + h) * dv + (c - dk)] = b;
+            }
+        }
+    }
+}
+{% else %}
+#define DVT {{ dvt }}
+#define TG (NT / DVT)
+extern "C" __global__ void __launch_bounds__(NT)
+{{ kernel_name }}(const float* __restrict__ q_in,
+                  const float* __restrict__ k_in,
+                  const float* __restrict__ w_in,
+                  const float* __restrict__ u_in,
+                  const float* __restrict__ p_in,
+                  const float* __restrict__ gc_in,
+                  float* state,
+                  float* __restrict__ out,
+                  int T, int hk, int hv, int dk, int dv)
+{
+    extern __shared__ float smem[];
+    float* Ws = smem;                        // [CH][DKMAX]
+    float* Qs = Ws + CH * DKMAX;             // [CH][DKMAX]
+    float* Ks = Qs + CH * DKMAX;             // [CH][DKMAX]
+    float* Ss = Ks + CH * DKMAX;             // [DKMAX][DVT + 1]
+    float* Ps = Ss + DKMAX * (DVT + 1);      // [CH][CH + 1]
+    float* Vp = Ps + CH * (CH + 1);          // [CH][DVT + 1]
+    float* gs = Vp + CH * (DVT + 1);         // [CH]
+    float* dec = gs + CH;                    // [CH]: e^(G_last - G_s)
+    const int seq = blockIdx.z, h = blockIdx.y;
+    const int kh = h / (hv / hk);
+    const int j0 = blockIdx.x * DVT;
+    const int nj = min(DVT, dv - j0);
+    const int tid = threadIdx.x;
+    const int jj = tid % DVT, tg = tid / DVT;
+    const long long sbase = ((long long)seq * hv + h) * dv;
+
+    for (int e = tid; e < DKMAX * DVT; e += NT) {
+        const int j = e / DKMAX, i = e % DKMAX;
+        Ss[i * (DVT + 1) + j] = (j < nj && i < dk) ? state[(sbase + j0 + j) * dk + i] : 0.0f;
+    }
+    for (int t0 = 0; t0 < T; t0 += CH) {
+        const int tc = min(CH, T - t0);
+        const long long tok0 = (long long)seq * T + t0;
+        __syncthreads();
+        for (int e = tid; e < CH * DKMAX; e += NT) {
+            const int t = e / DKMAX, i = e % DKMAX;
+            const bool in = t < tc && i < dk;
+            Ws[e] = in ? w_in[((tok0 + t) * hv + h) * dk + i] : 0.0f;
+            Qs[e] = in ? q_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f;
+            Ks[e] = in ? k_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f;
+        }
+        for (int e = tid; e < CH * CH; e += NT) {
+            const int t = e / CH, s = e % CH;
+            Ps[t * (CH + 1) + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : 0.0f;
+        }
+        for (int e = tid; e < CH * DVT; e += NT) {
+            const int t = e / DVT, j = e % DVT;
+            Vp[t * (DVT + 1) + j] = (t < tc && j < nj) ? u_in[((tok0 + t) * hv + h) * dv + j0 + j] : 0.0f;
+        }
+        if (tid < CH) {
+            const float gl = gc_in[(tok0 + tc - 1) * hv + h];
+            const float g = tid < tc ? gc_in[(tok0 + tid) * hv + h] : 0.0f;
+            gs[tid] = g;
+            dec[tid] = tid < tc ? expf(gl - g) : 0.0f;
+        }
+        __syncthreads();
+        // V' = U - W S and the inter-chunk part of o.
+        float o1[CH / TG];
+#pragma unroll
+        for (int m = 0; m < CH / TG; ++m) {
+            const int t = tg + TG * m;
+            float aw = 0.0f, aq = 0.0f;
+            for (int i = 0; i < dk; ++i) {
+                const float s = Ss[i * (DVT + 1) + jj];
+                aw = fmaf(Ws[t * DKMAX + i], s, aw);
+                aq = fmaf(Qs[t * DKMAX + i], s, aq);
+            }
+            Vp[t * (DVT + 1) + jj] -= aw;
+            o1[m] = expf(gs[t]) * aq;
+        }
+        __syncthreads();
+        // The intra-chunk part of o.
+#pragma unroll
+        for (int m = 0; m < CH / TG; ++m) {
+            const int t = tg + TG * m;
+            float acc = o1[m];
+            for (int s = 0; s <= t; ++s) acc = fmaf(Ps[t * (CH + 1) + s], Vp[s * (DVT + 1) + jj], acc);
+            if (t < tc && jj < nj) out[((tok0 + t) * hv + h) * dv + j0 + jj] = acc;
+        }
+        // S <- e^(G_last) S + sum_s e^(G_last - G_s) k_s v'_s^T
+        const float gl = gs[tc - 1];
+        const float el = expf(gl);
+        for (int i = tg; i < dk; i += TG) {
+            float acc = el * Ss[i * (DVT + 1) + jj];
+            for (int s = 0; s < tc; ++s)
+                acc = fmaf(dec[s] * Ks[s * DKMAX + i], Vp[s * (DVT + 1) + jj], acc);
+            Ss[i * (DVT + 1) + jj] = acc;
+        }
+    }
+    __syncthreads();
+    for (int e = tid; e < DKMAX * DVT; e += NT) {
+        const int j = e / DKMAX, i = e % DKMAX;
+        if (j < nj && i < dk) state[(sbase + j0 + j) * dk + i] = Ss[i * (DVT + 1) + j];
+    }
+}
+{% endif %}

@@ -1,0 +1,143 @@
+{#
+  GDN prefill prologue: causal conv (+ SiLU) with conv state, q/k L2 norm and q scaling,
+  gating. Writes the recurrence's prepared inputs for every token (f32):
+    q, k [seqs][T][HK][dk]   v [seqs][T][HV][dv]   g, beta [seqs][T][HV]
+  and the new conv state (the last kc-1 inputs of each sequence).
+  Grid (HK + HV, seqs, ceil(T / tokc)): block x < HK does the q and k channels of key head
+  x, block HK + h the v channels and the gates of value head h, each over tokc tokens.
+  Only the first token chunk reads the conv state (tokc >= kc-1), and it is also the one
+  that writes it, after its own reads, channel by channel (each thread owns its channels).
+  Params: block (threads), tokc (tokens per block), kc, dkmax (largest 2*dk or dv / block
+  multiple handled: channels per thread = ceil(max(2*dk, dv) / block) <= chmax), chmax.
+#}
+{% include "common/types.cuh" %}
+{% include "common/reduce.cuh" %}
+#define KC {{ kc }}
+#define NTH {{ block }}
+#define TOKC {{ tokc }}
+#define CHMAX {{ chmax }}
+
+__device__ __forceinline__ float prep_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+extern "C" __global__ void __launch_bounds__(NTH)
+{{ kernel_name }}(const float* __restrict__ mixed,
+                  const float* __restrict__ a_in,
+                  const float* __restrict__ b_in,
+                  const float* __restrict__ conv_w,
+                  const float* __restrict__ a_log,
+                  const float* __restrict__ dt_bias,
+                  float* conv_state,
+                  float* __restrict__ q_out,
+                  float* __restrict__ k_out,
+                  float* __restrict__ v_out,
+                  float* __restrict__ g_out,
+                  float* __restrict__ beta_out,
+                  int T, int hk, int hv, int dk, int dv)
+{
+    __shared__ float scratch[32];
+    __shared__ float ybuf[NTH * CHMAX];
+    const int seq = blockIdx.y;
+    const int x = blockIdx.x;
+    const bool is_key = x < hk;
+    const int kd = hk * dk;
+    const int conv_dim = 2 * kd + hv * dv;
+    const int nch = is_key ? 2 * dk : dv;
+    const int t0 = blockIdx.z * TOKC;
+    const int t1 = min(T, t0 + TOKC);
+    const int tid = threadIdx.x;
+
+    float win[CHMAX][KC > 1 ? KC - 1 : 1];
+    float w[CHMAX][KC];
+    int chs[CHMAX];
+#pragma unroll
+    for (int m = 0; m < CHMAX; ++m) {
+        const int c = tid + m * NTH;
+        int ch = 0;
+        if (c < nch) {
+            ch = is_key ? (c < dk ? x * dk + c : kd + x * dk + (c - dk))
+                        : 2 * kd + (x - hk) * dv + c;
+        }
+        chs[m] = ch;
+#pragma unroll
+        for (int j = 0; j < KC; ++j) w[m][j] = c < nch ? conv_w[(long long)ch * KC + j] : 0.0f;
+        // The window before token t0: positions t0-KC+1 .. t0-1 (state when before 0).
+#pragma unroll
+        for (int j = 0; j < KC - 1; ++j) {
+            const int pos = t0 - (KC - 1) + j;
+            float v = 0.0f;
+            if (c < nch) {
+                v = pos >= 0 ? mixed[((long long)seq * T + pos) * conv_dim + ch]
+                             : conv_state[((long long)seq * conv_dim + ch) * (KC - 1) + (pos + KC - 1)];
+            }
+            win[m][j] = v;
+        }
+    }
+    const float scale = rsqrtf((float)dk);
+
+    for (int t = t0; t < t1; ++t) {
+        const long long tok = (long long)seq * T + t;
+        float sq = 0.0f, sk = 0.0f;
+#pragma unroll
+        for (int m = 0; m < CHMAX; ++m) {
+            const int c = tid + m * NTH;
+            if (c < nch) {
+                const float xin = mixed[tok * conv_dim + chs[m]];
+                float acc = 0.0f;
+#pragma unroll
+                for (int j = 0; j < KC - 1; ++j) acc = fmaf(w[m][j], win[m][j], acc);
+                acc = fmaf(w[m][KC - 1], xin, acc);
+#pragma unroll
+                for (int j = 0; j + 1 < KC - 1; ++j) win[m][j] = win[m][j + 1];
+                if (KC > 1) win[m][KC - 2] = xin;
+                const float y = silu_f32(acc);
+                ybuf[c] = y;
+                if (is_key) {
+                    if (c < dk) sq = fmaf(y, y, sq); else sk = fmaf(y, y, sk);
+                }
+            }
+        }
+        if (is_key) {
+            sq = block_sum(sq, scratch);
+            sk = block_sum(sk, scratch);
+            const float inv_q = scale / sqrtf(sq + 1e-6f);
+            const float inv_k = 1.0f / sqrtf(sk + 1e-6f);
+#pragma unroll
+            for (int m = 0; m < CHMAX; ++m) {
+                const int c = tid + m * NTH;
+                if (c < dk) q_out[(tok * hk + x) * dk + c] = ybuf[c] * inv_q;
+                else if (c < nch) k_out[(tok * hk + x) * dk + (c - dk)] = ybuf[c] * inv_k;
+            }
+        } else {
+            const int h = x - hk;
+#pragma unroll
+            for (int m = 0; m < CHMAX; ++m) {
+                const int c = tid + m * NTH;
+                if (c < nch) v_out[(tok * hv + h) * dv + c] = ybuf[c];
+            }
+            if (tid == 0) {
+                beta_out[tok * hv + h] = 1.0f / (1.0f + expf(-b_in[tok * hv + h]));
+                g_out[tok * hv + h] = -expf(a_log[h]) * prep_softplus(a_in[tok * hv + h] + dt_bias[h]);
+            }
+        }
+    }
+    if (blockIdx.z == 0) {
+        // New conv state: positions T-KC+1 .. T-1 of (state ++ tokens). This thread read
+        // the old values of its channels above (in win, before any write).
+#pragma unroll
+        for (int m = 0; m < CHMAX; ++m) {
+            const int c = tid + m * NTH;
+            if (c >= nch) continue;
+            float old[KC > 1 ? KC - 1 : 1];
+#pragma unroll
+            for (int j = 0; j < KC - 1; ++j)
+                old[j] = conv_state[((long long)seq * conv_dim + chs[m]) * (KC - 1) + j];
+#pragma unroll
+            for (int j = 0; j < KC - 1; ++j) {
+                const int pos = T - (KC - 1) + j;
+                const float v = pos >= 0 ? mixed[((long long)seq * T + pos) * conv_dim + chs[m]]
+                                         : old[pos + KC - 1];
+                conv_state[((long long)seq * conv_dim + chs[m]) * (KC - 1) + j] = v;
+            }
+        }
+    }
+}
