@@ -46,6 +46,20 @@ pub fn pack_bits(vals: &[u8], bits: u32, out: &mut [u8]) {
                 *o = (p[0] & 0x0f) | (p[1] << 4);
             }
         }
+        _ if vals.len().is_multiple_of(8) => {
+            // Eight values fill exactly `bits` bytes.
+            let mask = (1u64 << bits) - 1;
+            for (v, o) in vals
+                .chunks_exact(8)
+                .zip(out.chunks_exact_mut(bits as usize))
+            {
+                let mut w = 0u64;
+                for (i, &x) in v.iter().enumerate() {
+                    w |= (x as u64 & mask) << (i as u32 * bits);
+                }
+                o.copy_from_slice(&w.to_le_bytes()[..bits as usize]);
+            }
+        }
         _ => {
             let mask = (1u64 << bits) - 1;
             let (mut acc, mut nb, mut j) = (0u64, 0u32, 0usize);
@@ -75,6 +89,20 @@ pub fn unpack_bits(bytes: &[u8], bits: u32, out: &mut [u8]) {
             for (b, o) in bytes.iter().zip(out.chunks_exact_mut(2)) {
                 o[0] = b & 0x0f;
                 o[1] = b >> 4;
+            }
+        }
+        _ if out.len().is_multiple_of(8) => {
+            let mask = (1u64 << bits) - 1;
+            for (b, o) in bytes
+                .chunks_exact(bits as usize)
+                .zip(out.chunks_exact_mut(8))
+            {
+                let mut w = [0u8; 8];
+                w[..bits as usize].copy_from_slice(b);
+                let w = u64::from_le_bytes(w);
+                for (i, x) in o.iter_mut().enumerate() {
+                    *x = ((w >> (i as u32 * bits)) & mask) as u8;
+                }
             }
         }
         _ => {

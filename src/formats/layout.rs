@@ -58,21 +58,23 @@ impl Layout {
     /// divide `k`, or `k` values do not fill whole bytes.
     pub fn new(fmt: &Format, n: usize, k: usize) -> Result<Layout> {
         let group_len = fmt.group_len(k);
-        if matches!(fmt.kind, FormatKind::SymInt | FormatKind::Affine) && k % fmt.group != 0 {
+        if matches!(fmt.kind, FormatKind::SymInt | FormatKind::Affine)
+            && !k.is_multiple_of(fmt.group)
+        {
             return Err(FormatError::GroupDoesNotDivide {
                 format: fmt.name.clone(),
                 group: fmt.group,
                 k,
             });
         }
-        if (k * fmt.bits as usize) % 8 != 0 {
+        if !(k * fmt.bits as usize).is_multiple_of(8) {
             return Err(FormatError::GroupDoesNotDivide {
                 format: fmt.name.clone(),
                 group: 8,
                 k,
             });
         }
-        let groups_per_row = if group_len == 0 { 0 } else { k / group_len };
+        let groups_per_row = k.checked_div(group_len).unwrap_or(0);
         let q_row_bytes = k * fmt.bits as usize / 8;
         let sb = fmt.scale.bytes();
         let s_row_bytes = match fmt.kind {

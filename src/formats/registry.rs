@@ -150,7 +150,7 @@ impl Format {
                         self.bits
                     ));
                 }
-                if self.group == 0 || (self.group * self.bits as usize) % 32 != 0 {
+                if self.group == 0 || !(self.group * self.bits as usize).is_multiple_of(32) {
                     return Err(format!(
                         "format `{n}`: group * bits must be a positive multiple of 32 (a group fills whole 32-bit words), not {} * {}",
                         self.group, self.bits
