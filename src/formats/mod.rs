@@ -10,12 +10,14 @@
 
 pub mod codec;
 pub mod error;
+pub mod gguf_blocks;
 pub mod layout;
 pub mod registry;
 pub mod transcode;
 
 pub use codec::{decode, decode_row, decode_rows, encode, encode_into, encode_row};
 pub use error::{FormatError, Result};
+pub use gguf_blocks::GgufType;
 pub use layout::Layout;
 pub use registry::{format, registry, DenseType, Format, FormatKind, FormatRegistry, ScaleType};
 pub use transcode::{transcode_q8_g32, transcode_q8_g32_into, transcode_q8_g32_row};
