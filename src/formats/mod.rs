@@ -12,6 +12,7 @@ pub mod codec;
 pub mod error;
 pub mod gguf_blocks;
 pub mod layout;
+pub mod oracle;
 pub mod registry;
 pub mod transcode;
 
