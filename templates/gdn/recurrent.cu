@@ -185,7 +185,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
             }
             gdn_group_sum2(sa, sb);
             const float vj = j < dv ? ybuf[2 * dk + jl] : 0.0f;
-            const float delta = beta * (vj - eg * sa);
+            const float delta = beta * fmaf(-eg, sa, vj);
             const float o = fmaf(kq, delta, eg * sb);
 #pragma unroll
             for (int e = 0; e < EPT; ++e) S[rr][e] = fmaf(ks[e], delta, eg * S[rr][e]);
