@@ -14,17 +14,24 @@ rev="$(cat .gpu/REV 2>/dev/null || echo unknown)"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 } > "$OUT/context.txt"
+echo "== qualify" >&2
+.gpu/gdn_gpu --skip-bench --qualify-json "$OUT/qualify.jsonl" > "$OUT/qualify.txt" 2>&1
+qrc=$?
+echo "exit status $qrc" >> "$OUT/qualify.txt"
+echo "== peer" >&2
 SITE="$(mktemp -d)/site"
 python3 -m pip install -q --no-index --no-deps --target "$SITE" .whl/*.whl > "$OUT/pip.txt" 2>&1
-PYTHONPATH="$SITE" timeout 200 python3 tools/peer_fla_gdn.py --out "$OUT/peer.jsonl" \
+PYTHONPATH="$SITE" timeout "${PEER_TIMEOUT:-150}" python3 tools/peer_fla_gdn.py --out "$OUT/peer.jsonl" \
     --out-called "$OUT/peer_called.jsonl" > "$OUT/peer.txt" 2>&1
 echo "peer exit status $?" >> "$OUT/peer.txt"
-.gpu/gdn_gpu --rev "$rev" --peer "$OUT/peer.jsonl" --peer-called "$OUT/peer_called.jsonl" \
-    --json "$OUT/bench.jsonl" --qualify-json "$OUT/qualify.jsonl" > "$OUT/gdn.txt" 2>&1
-rc=$?
-echo "exit status $rc" >> "$OUT/gdn.txt"
+echo "== bench" >&2
+.gpu/gdn_gpu --skip-qualify --rev "$rev" --peer "$OUT/peer.jsonl" --peer-called "$OUT/peer_called.jsonl" \
+    --json "$OUT/bench.jsonl" > "$OUT/bench.txt" 2>&1
+brc=$?
+echo "exit status $brc" >> "$OUT/bench.txt"
 cat "$OUT/context.txt"
-tail -n 4 "$OUT/peer.txt"
-grep -E "FAIL" "$OUT/gdn.txt" | head -n 20
-sed -n '/^qualify (seed/,$p' "$OUT/gdn.txt"
-exit "$rc"
+tail -n 8 "$OUT/peer.txt"
+grep -E "FAIL" "$OUT/qualify.txt" | head -n 20
+sed -n '/^qualify (seed/,$p' "$OUT/qualify.txt"
+sed -n '/^copy /,$p' "$OUT/bench.txt"
+[ "$qrc" = 0 ] && [ "$brc" = 0 ]
