@@ -103,19 +103,19 @@ fn tree16(a: &[f32; 16]) -> f32 {
 /// [`group_err_scalar`] for `B` scales at once, eight lanes at a time: two accumulators per
 /// candidate (even and odd chunks of 8) hold its sixteen partial sums, so the bits are the same.
 ///
-/// The quotient `x / s` is first estimated as `x * (1/s)`; that estimate is within
-/// `|t| * 2^-23` of the true quotient, so wherever it lies more than `2^-12` from a half-integer
-/// (and below 1024 in magnitude) it rounds and clamps exactly as the true quotient. Only vectors
-/// with a lane too close to a tie are recomputed with the exact division.
+/// The quotient `t = x / s` is first estimated as `t' = x * (1/s)`, within `|t| * 2^-22` of
+/// `t`. Where `|t| <= 256` that is below `2^-14`, and clamping is 1-Lipschitz, so wherever
+/// `clamp(t')` lies more than `2^-12` from a half-integer it rounds exactly as `clamp(t)`;
+/// where `|t| > 256` both clamp to the same bound (an integer, far from any tie). Only
+/// vectors with a lane too close to a tie are recomputed with the exact division. Rounding is
+/// the instruction's round-to-nearest-even, the same function as the magic-number `rne`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn group_err_avx2<const B: usize>(v: &[f32], s: &[f32; B], lo: f32, hi: f32) -> [f32; B] {
     use std::arch::x86_64::*;
     let vlo = _mm256_set1_ps(lo);
     let vhi = _mm256_set1_ps(hi);
-    let magic = _mm256_set1_ps(12582912.0);
     let near_tie = _mm256_set1_ps(0.5 - 1.0 / 4096.0);
-    let big = _mm256_set1_ps(1024.0);
     let abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
     let vs: [__m256; B] = std::array::from_fn(|c| _mm256_set1_ps(s[c]));
     let inv: [__m256; B] = std::array::from_fn(|c| _mm256_set1_ps(1.0 / s[c]));
@@ -127,38 +127,41 @@ unsafe fn group_err_avx2<const B: usize>(v: &[f32], s: &[f32; B], lo: f32, hi: f
             let tp = _mm256_mul_ps(x, inv[c]);
             // For non-NaN t these are exactly the clamps of `quant`.
             let t = _mm256_min_ps(_mm256_max_ps(tp, vlo), vhi);
-            let mut q = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
+            let mut q = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
             let d = _mm256_and_ps(_mm256_sub_ps(t, q), abs_mask);
-            let unsure = _mm256_or_ps(
-                _mm256_cmp_ps::<_CMP_GT_OQ>(d, near_tie),
-                _mm256_cmp_ps::<_CMP_GE_OQ>(_mm256_and_ps(tp, abs_mask), big),
-            );
-            if _mm256_movemask_ps(unsure) != 0 {
+            if _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(d, near_tie)) != 0 {
                 let t = _mm256_min_ps(_mm256_max_ps(_mm256_div_ps(x, vs[c]), vlo), vhi);
-                q = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
+                q = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
             }
-            let e = _mm256_sub_ps(x, _mm256_mul_ps(vs[c], q));
+            // s * q is exact (an f16 times a small integer), so the fused form rounds once,
+            // exactly like `x - s * q`.
+            let e = _mm256_fnmadd_ps(vs[c], q, x);
             acc[c][ci & 1] = _mm256_add_ps(acc[c][ci & 1], _mm256_mul_ps(e, e));
         }
     }
-    std::array::from_fn(|c| {
-        let mut a = [0f32; 16];
-        _mm256_storeu_ps(a.as_mut_ptr(), acc[c][0]);
-        _mm256_storeu_ps(a.as_mut_ptr().add(8), acc[c][1]);
-        tree16(&a)
-    })
+    std::array::from_fn(|c| tree8_m256(_mm256_add_ps(acc[c][0], acc[c][1])))
+}
+
+/// [`tree16`]'s reduction after its first step: `b` holds `b[l] = a[l] + a[l+8]`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn tree8_m256(b: std::arch::x86_64::__m256) -> f32 {
+    use std::arch::x86_64::*;
+    // c[l] = b[l] + b[l+4]; d = (c0 + c2, c1 + c3); d0 + d1.
+    let c = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps::<1>(b));
+    let d = _mm_add_ps(c, _mm_movehl_ps(c, c));
+    _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps::<1>(d, d)))
 }
 
 /// [`group_err_avx2`] sixteen lanes at a time (lane `l` is partial sum `a[l]`).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512dq,avx2")]
 unsafe fn group_err_avx512<const B: usize>(v: &[f32], s: &[f32; B], lo: f32, hi: f32) -> [f32; B] {
     use std::arch::x86_64::*;
     let vlo = _mm512_set1_ps(lo);
     let vhi = _mm512_set1_ps(hi);
-    let magic = _mm512_set1_ps(12582912.0);
     let near_tie = _mm512_set1_ps(0.5 - 1.0 / 4096.0);
-    let big = _mm512_set1_ps(1024.0);
     let vs: [__m512; B] = std::array::from_fn(|c| _mm512_set1_ps(s[c]));
     let inv: [__m512; B] = std::array::from_fn(|c| _mm512_set1_ps(1.0 / s[c]));
     let mut acc = [_mm512_setzero_ps(); B];
@@ -168,22 +171,23 @@ unsafe fn group_err_avx512<const B: usize>(v: &[f32], s: &[f32; B], lo: f32, hi:
         for c in 0..B {
             let tp = _mm512_mul_ps(x, inv[c]);
             let t = _mm512_min_ps(_mm512_max_ps(tp, vlo), vhi);
-            let mut q = _mm512_sub_ps(_mm512_add_ps(t, magic), magic);
+            let mut q =
+                _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
             let d = _mm512_abs_ps(_mm512_sub_ps(t, q));
-            let unsure = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(d, near_tie)
-                | _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_abs_ps(tp), big);
-            if unsure != 0 {
+            if _mm512_cmp_ps_mask::<_CMP_GT_OQ>(d, near_tie) != 0 {
                 let t = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(x, vs[c]), vlo), vhi);
-                q = _mm512_sub_ps(_mm512_add_ps(t, magic), magic);
+                q = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
             }
-            let e = _mm512_sub_ps(x, _mm512_mul_ps(vs[c], q));
+            let e = _mm512_fnmadd_ps(vs[c], q, x);
             acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(e, e));
         }
     }
     std::array::from_fn(|c| {
-        let mut a = [0f32; 16];
-        _mm512_storeu_ps(a.as_mut_ptr(), acc[c]);
-        tree16(&a)
+        let b = _mm256_add_ps(
+            _mm512_castps512_ps256(acc[c]),
+            _mm512_extractf32x8_ps::<1>(acc[c]),
+        );
+        tree8_m256(b)
     })
 }
 
@@ -334,31 +338,43 @@ fn best_scale(
     if !sf[RATIO_ONE].is_finite() {
         return None;
     }
-    // Zero or infinite candidates are evaluated apart; 1.0 stands in for them in the batch.
-    let usable = |x: f32| x.is_finite() && x != 0.0;
-    let s: [f32; N_RATIOS] = std::array::from_fn(|j| if usable(sf[j]) { sf[j] } else { 1.0 });
-    let mut errs = all_errs(v, &s, lo, hi, avx2, avx512);
-    for j in 0..N_RATIOS {
-        if !sf[j].is_finite() {
-            errs[j] = f32::INFINITY;
-        } else if sf[j] == 0.0 {
-            errs[j] = zero_err(v);
+    // The candidates grow with j (f16 rounding is monotone), so all are finite and non-zero
+    // exactly when the first is non-zero and the last finite: the common case.
+    let errs = if sf[0] != 0.0 && sf[N_RATIOS - 1].is_finite() {
+        all_errs(v, &sf, lo, hi, avx2, avx512)
+    } else {
+        // Zero or infinite candidates are evaluated apart; 1.0 stands in for them in the batch.
+        let usable = |x: f32| x.is_finite() && x != 0.0;
+        let s: [f32; N_RATIOS] = std::array::from_fn(|j| if usable(sf[j]) { sf[j] } else { 1.0 });
+        let mut errs = all_errs(v, &s, lo, hi, avx2, avx512);
+        for j in 0..N_RATIOS {
+            if !sf[j].is_finite() {
+                errs[j] = f32::INFINITY;
+            } else if sf[j] == 0.0 {
+                errs[j] = zero_err(v);
+            }
         }
-    }
-    let (mut best, mut best_err) = (RATIO_ONE, errs[RATIO_ONE]);
-    for (j, &e) in errs.iter().enumerate() {
-        if e < best_err {
-            best = j;
-            best_err = e;
-        }
-    }
+        errs
+    };
+    // Step 6: start at ratio 1.0, ascend, replace only on a strictly smaller error. That is:
+    // the first index of the minimum if the minimum is below ratio 1.0's error, else 15.
+    let m = errs
+        .iter()
+        .fold(f32::INFINITY, |a, &b| if b < a { b } else { a });
+    let best = if m < errs[RATIO_ONE] {
+        errs.iter().position(|&e| e == m).unwrap()
+    } else {
+        RATIO_ONE
+    };
     Some((hb[best], sf[best]))
 }
 
 fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        has_avx2() && std::arch::is_x86_feature_detected!("avx512f")
+        has_avx2()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -369,7 +385,9 @@ fn has_avx512() -> bool {
 fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c")
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -379,15 +397,16 @@ fn has_avx2() -> bool {
 
 /// Scratch for one row.
 struct RowScratch {
-    /// Whether the CPU has AVX2 and F16C (then the error sums run eight lanes at a time and the
+    /// Whether the CPU has AVX2, FMA and F16C (then the error sums run eight lanes at a time and the
     /// f16 roundings use F16C; same bits).
     avx2: bool,
-    /// Whether the CPU has AVX-512F (the error sums then run sixteen lanes at a time).
+    /// Whether the CPU has AVX-512F and DQ (the error sums then run sixteen lanes at a time).
     avx512: bool,
     v: Vec<f32>,
     codes: Vec<u8>,
 }
 
+#[inline(always)]
 fn transcode_row_body(
     target: &Format,
     row: usize,
@@ -449,6 +468,61 @@ fn transcode_row_body(
     Ok(())
 }
 
+/// [`transcode_row_body`] compiled for AVX-512 (the helpers inline into it, and the plain
+/// loops around them vectorise wider). Same arithmetic, same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma,f16c")]
+unsafe fn transcode_row_avx512(
+    target: &Format,
+    row: usize,
+    src_q: &[u8],
+    src_s: &[u8],
+    dst_q: &mut [u8],
+    dst_s: &mut [u8],
+    scratch: &mut RowScratch,
+) -> Result<()> {
+    transcode_row_body(target, row, src_q, src_s, dst_q, dst_s, scratch)
+}
+
+/// [`transcode_row_body`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn transcode_row_avx2(
+    target: &Format,
+    row: usize,
+    src_q: &[u8],
+    src_s: &[u8],
+    dst_q: &mut [u8],
+    dst_s: &mut [u8],
+    scratch: &mut RowScratch,
+) -> Result<()> {
+    transcode_row_body(target, row, src_q, src_s, dst_q, dst_s, scratch)
+}
+
+fn transcode_row(
+    target: &Format,
+    row: usize,
+    src_q: &[u8],
+    src_s: &[u8],
+    dst_q: &mut [u8],
+    dst_s: &mut [u8],
+    scratch: &mut RowScratch,
+) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the flags are only set where the CPU reports the features.
+        if scratch.avx512 {
+            return unsafe {
+                transcode_row_avx512(target, row, src_q, src_s, dst_q, dst_s, scratch)
+            };
+        }
+        if scratch.avx2 {
+            return unsafe { transcode_row_avx2(target, row, src_q, src_s, dst_q, dst_s, scratch) };
+        }
+    }
+    transcode_row_body(target, row, src_q, src_s, dst_q, dst_s, scratch)
+}
+
 /// Transcodes one row: `src_q`/`src_s` are the row's q8_g32 quant bytes (K) and scale bytes
 /// (K/32 f16); `dst_q`/`dst_s` the target row's planes. `row` only names the row in errors.
 pub fn transcode_q8_g32_row(
@@ -481,7 +555,7 @@ pub fn transcode_q8_g32_row(
         v: Vec::new(),
         codes: Vec::new(),
     };
-    transcode_row_body(target, row, src_q, src_s, dst_q, dst_s, &mut scratch)
+    transcode_row(target, row, src_q, src_s, dst_q, dst_s, &mut scratch)
 }
 
 /// Transcodes a whole `[n, k]` q8_g32 payload to `target`, returning the target payload.
@@ -527,7 +601,7 @@ pub fn transcode_q8_g32_into(
                 codes: Vec::with_capacity(k),
             },
             |scratch, (r, (q, s))| {
-                transcode_row_body(
+                transcode_row(
                     target,
                     r,
                     &src[sl.q_row(r)],
