@@ -199,7 +199,7 @@ impl GgufType {
     /// Bytes of `n_elements` values, or an error where they do not fill whole blocks.
     pub fn bytes_for(self, n_elements: usize) -> Result<usize> {
         let (be, bb) = self.block();
-        if n_elements % be != 0 {
+        if !n_elements.is_multiple_of(be) {
             return Err(FormatError::GgufElementCount {
                 ty: self.name(),
                 block: be,

@@ -215,7 +215,7 @@ unsafe fn group_codes_avx2(v: &[f32], s: f32, lo: f32, hi: f32, out: &mut [u8]) 
 /// Candidates evaluated together by the AVX2 path (divides `N_RATIOS`).
 const BATCH: usize = 5;
 
-/// Step 5's errors of all candidates (each `s[j]` finite and non-zero).
+/// Step 5's errors of all candidates (each `s[j]` a finite, non-zero f16 value).
 #[inline(always)]
 fn all_errs(
     v: &[f32],
@@ -685,8 +685,10 @@ mod tests {
                 reference,
                 "avx512, case {case}"
             );
-            let scalar_errs = all_errs(&v, &ratios.map(|r| r * 0.01 + 0.003), lo, hi, false, false);
-            let simd_errs = all_errs(&v, &ratios.map(|r| r * 0.01 + 0.003), lo, hi, avx2, avx512);
+            // Any f16 scales (the SIMD paths rely on `s * q` being exact).
+            let scales = ratios.map(|r| f16::from_f32(r * 0.01 + 0.003).to_f32());
+            let scalar_errs = all_errs(&v, &scales, lo, hi, false, false);
+            let simd_errs = all_errs(&v, &scales, lo, hi, avx2, avx512);
             assert_eq!(
                 scalar_errs.map(f32::to_bits),
                 simd_errs.map(f32::to_bits),
