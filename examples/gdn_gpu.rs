@@ -44,6 +44,33 @@ fn main() -> ExitCode {
         }
     };
     let seed: u64 = opt("--seed").and_then(|s| s.parse().ok()).unwrap_or(5);
+    // Compile every GDN kernel up front, in parallel (NVRTC is single-threaded per call).
+    {
+        use rayon::prelude::*;
+        let t0 = std::time::Instant::now();
+        let arch = gpu.props().arch();
+        let errs: Vec<String> = gdn::instantiations()
+            .par_iter()
+            .filter_map(|spec| match ninfer::jit::Jit::global() {
+                Ok(jit) => jit
+                    .cubin(spec, arch)
+                    .err()
+                    .map(|e| format!("{}: {e}", spec.entry)),
+                Err(e) => Some(e.to_string()),
+            })
+            .collect();
+        eprintln!(
+            "compiled {} GDN kernels in {:.1} s",
+            gdn::instantiations().len(),
+            t0.elapsed().as_secs_f64()
+        );
+        for e in &errs {
+            eprintln!("error: {e}");
+        }
+        if !errs.is_empty() {
+            return ExitCode::from(1);
+        }
+    }
     let mut failed = false;
     let mut summary = String::new();
     if !flag("--skip-qualify") {

@@ -9,7 +9,7 @@
   writes W [seqs][T][HV][dk], U [seqs][T][HV][dv], P [seqs][T][HV][64], G [seqs][T][HV].
 
   stage "scan" (sequential over chunks), grid (ceil(dv/dvt), HV, seqs), 256 threads,
-  dynamic shared memory (4*(3*64*dkmax + dkmax*(dvt+1) + 64*65 + 64*(dvt+1) + 128) bytes): per chunk, with S the state tile
+  dynamic shared memory (4*(3*64*dkmax + dkmax*(dvt+1) + 64*64 + 64*(dvt+1) + 128) bytes): per chunk, with S the state tile
   (dk x dvt, f32, layout [HV][dv][dk] in memory):
     V' = U - W S;  o_t = e^(G_t) S^T q_t + sum_(s<=t) P[t][s] v'_s
     S <- e^(G_last) S + sum_s e^(G_last - G_s) k_s v'_s^T
@@ -74,17 +74,14 @@ extern "C" __global__ void __launch_bounds__(NT)
             Ks[t][i] = in ? k_in[((tok0 + t) * hk + kh) * dk + i0 + i] : 0.0f;
         }
         __syncthreads();
+        for (int i = 0; i < 32; ++i) {
+            const float kt = Ks[ta][i], qt = Qs[ta][i];
 #pragma unroll
-        for (int m = 0; m < 16; ++m) {
-            const int s = (tid & 3) + 4 * m;
-            float a = 0.0f, p = 0.0f;
-#pragma unroll 8
-            for (int i = 0; i < 32; ++i) {
-                a = fmaf(Ks[ta][i], Ks[s][i], a);
-                p = fmaf(Qs[ta][i], Ks[s][i], p);
+            for (int m = 0; m < 16; ++m) {
+                const float ks = Ks[(tid & 3) + 4 * m][i];
+                accA[m] = fmaf(kt, ks, accA[m]);
+                accP[m] = fmaf(qt, ks, accP[m]);
             }
-            accA[m] += a;
-            accP[m] += p;
         }
     }
 #pragma unroll
@@ -106,8 +103,14 @@ extern "C" __global__ void __launch_bounds__(NT)
                            : v_in[((tok0 + t) * hv + h) * dv + (c - dk)];
                 b *= bts[t];
             }
+            float b2 = 0.0f;   // two chains: half the dependent latency
 #pragma unroll
-            for (int s = 0; s < t; ++s) b = fmaf(-As[t][s], x[s], b);
+            for (int s = 0; s + 1 < t; s += 2) {
+                b = fmaf(-As[t][s], x[s], b);
+                b2 = fmaf(-As[t][s + 1], x[s + 1], b2);
+            }
+            if (t & 1) b = fmaf(-As[t][t - 1], x[t - 1], b);
+            b += b2;
             x[t] = b;
             if (t < tc) {
                 if (c < dk) w_out[((tok0 + t) * hv + h) * dk + c] = b;
@@ -119,6 +122,7 @@ extern "C" __global__ void __launch_bounds__(NT)
 {% else %}
 #define DVT {{ dvt }}
 #define TG (NT / DVT)
+#define IPT (DKMAX / TG)   // state rows per thread in the update (a multiple of 4)
 extern "C" __global__ void __launch_bounds__(NT)
 {{ kernel_name }}(const float* __restrict__ q_in,
                   const float* __restrict__ k_in,
@@ -135,8 +139,8 @@ extern "C" __global__ void __launch_bounds__(NT)
     float* Qs = Ws + CH * DKMAX;             // [CH][DKMAX]
     float* Ks = Qs + CH * DKMAX;             // [CH][DKMAX]
     float* Ss = Ks + CH * DKMAX;             // [DKMAX][DVT + 1]
-    float* Ps = Ss + DKMAX * (DVT + 1);      // [CH][CH + 1]
-    float* Vp = Ps + CH * (CH + 1);          // [CH][DVT + 1]
+    float* Ps = Ss + DKMAX * (DVT + 1);      // [CH][CH]
+    float* Vp = Ps + CH * CH;          // [CH][DVT + 1]
     float* gs = Vp + CH * (DVT + 1);         // [CH]
     float* dec = gs + CH;                    // [CH]: e^(G_last - G_s)
     const int seq = blockIdx.z, h = blockIdx.y;
@@ -164,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(NT)
         }
         for (int e = tid; e < CH * CH; e += NT) {
             const int t = e / CH, s = e % CH;
-            Ps[t * (CH + 1) + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : 0.0f;
+            Ps[t * CH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : 0.0f;
         }
         for (int e = tid; e < CH * DVT; e += NT) {
             const int t = e / DVT, j = e % DVT;
@@ -177,37 +181,70 @@ extern "C" __global__ void __launch_bounds__(NT)
             dec[tid] = tid < tc ? expf(gl - g) : 0.0f;
         }
         __syncthreads();
-        // V' = U - W S and the inter-chunk part of o.
-        float o1[CH / TG];
+        // V' = U - W S and the inter-chunk part of o: thread (jj, tg) takes rows
+        // t = tg + TG*m; W and Q rows are read as float4 (broadcast in the warp).
+        float aw[CH / TG], aq[CH / TG];
+#pragma unroll
+        for (int m = 0; m < CH / TG; ++m) { aw[m] = 0.0f; aq[m] = 0.0f; }
+        const int dk4 = (dk + 3) & ~3;   // rows are zero past dk
+        for (int i = 0; i < dk4; i += 4) {
+            float sv[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) sv[k] = Ss[(i + k) * (DVT + 1) + jj];
+#pragma unroll
+            for (int m = 0; m < CH / TG; ++m) {
+                const int t = tg + TG * m;
+                const float4 w4 = *reinterpret_cast<const float4*>(Ws + t * DKMAX + i);
+                const float4 q4 = *reinterpret_cast<const float4*>(Qs + t * DKMAX + i);
+                aw[m] = fmaf(w4.x, sv[0], aw[m]); aw[m] = fmaf(w4.y, sv[1], aw[m]);
+                aw[m] = fmaf(w4.z, sv[2], aw[m]); aw[m] = fmaf(w4.w, sv[3], aw[m]);
+                aq[m] = fmaf(q4.x, sv[0], aq[m]); aq[m] = fmaf(q4.y, sv[1], aq[m]);
+                aq[m] = fmaf(q4.z, sv[2], aq[m]); aq[m] = fmaf(q4.w, sv[3], aq[m]);
+            }
+        }
 #pragma unroll
         for (int m = 0; m < CH / TG; ++m) {
             const int t = tg + TG * m;
-            float aw = 0.0f, aq = 0.0f;
-            for (int i = 0; i < dk; ++i) {
-                const float s = Ss[i * (DVT + 1) + jj];
-                aw = fmaf(Ws[t * DKMAX + i], s, aw);
-                aq = fmaf(Qs[t * DKMAX + i], s, aq);
-            }
-            Vp[t * (DVT + 1) + jj] -= aw;
-            o1[m] = expf(gs[t]) * aq;
+            Vp[t * (DVT + 1) + jj] -= aw[m];
+            aq[m] *= expf(gs[t]);
         }
         __syncthreads();
-        // The intra-chunk part of o.
+        // The intra-chunk part of o (P is zero above the diagonal and past tc).
+        for (int s0 = 0; s0 < CH; s0 += 4) {
+            float vv[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) vv[k] = Vp[(s0 + k) * (DVT + 1) + jj];
+#pragma unroll
+            for (int m = 0; m < CH / TG; ++m) {
+                const int t = tg + TG * m;
+                const float4 p4 = *reinterpret_cast<const float4*>(Ps + t * CH + s0);
+                aq[m] = fmaf(p4.x, vv[0], aq[m]); aq[m] = fmaf(p4.y, vv[1], aq[m]);
+                aq[m] = fmaf(p4.z, vv[2], aq[m]); aq[m] = fmaf(p4.w, vv[3], aq[m]);
+            }
+        }
 #pragma unroll
         for (int m = 0; m < CH / TG; ++m) {
             const int t = tg + TG * m;
-            float acc = o1[m];
-            for (int s = 0; s <= t; ++s) acc = fmaf(Ps[t * (CH + 1) + s], Vp[s * (DVT + 1) + jj], acc);
-            if (t < tc && jj < nj) out[((tok0 + t) * hv + h) * dv + j0 + jj] = acc;
+            if (t < tc && jj < nj) out[((tok0 + t) * hv + h) * dv + j0 + jj] = aq[m];
         }
-        // S <- e^(G_last) S + sum_s e^(G_last - G_s) k_s v'_s^T
-        const float gl = gs[tc - 1];
-        const float el = expf(gl);
-        for (int i = tg; i < dk; i += TG) {
-            float acc = el * Ss[i * (DVT + 1) + jj];
-            for (int s = 0; s < tc; ++s)
-                acc = fmaf(dec[s] * Ks[s * DKMAX + i], Vp[s * (DVT + 1) + jj], acc);
-            Ss[i * (DVT + 1) + jj] = acc;
+        // S <- e^(G_last) S + sum_s e^(G_last - G_s) k_s v'_s^T; thread (jj, tg) takes
+        // rows i = tg*IPT .. +IPT (K rows read as float4).
+        {
+            const float el = expf(gs[tc - 1]);
+            float acc[IPT];
+#pragma unroll
+            for (int m = 0; m < IPT; ++m) acc[m] = el * Ss[(tg * IPT + m) * (DVT + 1) + jj];
+            for (int s = 0; s < tc; ++s) {
+                const float v = dec[s] * Vp[s * (DVT + 1) + jj];
+#pragma unroll
+                for (int m = 0; m < IPT; m += 4) {
+                    const float4 k4 = *reinterpret_cast<const float4*>(Ks + s * DKMAX + tg * IPT + m);
+                    acc[m] = fmaf(k4.x, v, acc[m]); acc[m + 1] = fmaf(k4.y, v, acc[m + 1]);
+                    acc[m + 2] = fmaf(k4.z, v, acc[m + 2]); acc[m + 3] = fmaf(k4.w, v, acc[m + 3]);
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < IPT; ++m) Ss[(tg * IPT + m) * (DVT + 1) + jj] = acc[m];
         }
     }
     __syncthreads();

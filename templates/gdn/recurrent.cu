@@ -33,8 +33,9 @@
   tile of columns j of one value head of one lane, holds that part of the state in
   registers across the T tokens, and redoes the (cheap) conv and norm of its key head.
   The conv state of the q/k channels is shared by the HV/HK value heads and all column
-  tiles of a key head: every such block reads it, and the last of them to finish (an
-  atomic counter) writes it, so no block reads a half-written window.
+  tiles of a key head: every such block reads it into shared memory, then counts itself
+  in (an atomic counter); the last to arrive writes the new windows when it ends, so no
+  block reads a half-written window. The counter goes back to zero.
 #}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
@@ -71,6 +72,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     __shared__ float win[NCHMAX][KC > 1 ? KC - 1 : 1];
     __shared__ float cw[NCHMAX][KC];
     __shared__ float ybuf[NCHMAX];
+    __shared__ float xin0[NCHMAX];   // token 0's inputs, fetched with the prologue
     __shared__ float scratch[32];
     __shared__ int last_flag;
 
@@ -121,10 +123,23 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int j = 0; j < KC - 1; ++j)
             win[c][j] = conv_state[((long long)lane_id * conv_dim + ch) * (KC - 1) + j];
+        xin0[c] = mixed[(long long)lane_id * T * conv_dim + ch];
     }
     const float scale = rsqrtf((float)dk);
     const float neg_a = -expf(a_log[h]);
     const float dtb = dt_bias[h];
+    const float a0 = a_in[(long long)lane_id * T * hv + h];
+    const float b0 = b_in[(long long)lane_id * T * hv + h];
+    __syncthreads();
+#if !defined(MODE_RECORD)
+    // Every read of the conv state is done (it sits in win): count this block in. The
+    // last block of the key head's group to arrive writes the q/k windows at the end.
+    if (tid == 0) {
+        const unsigned int group = (unsigned int)(r * gridDim.x);
+        const unsigned int prev = atomicAdd(&counters[lane_id * hk + kh], 1u);
+        last_flag = (prev == group - 1);
+    }
+#endif
 
     for (int t = 0; t < ntok; ++t) {
         const long long tok = (long long)lane_id * T + t;
@@ -133,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
             const int ch = c < dk ? kh * dk + c
                          : c < 2 * dk ? kd + kh * dk + (c - dk)
                          : 2 * kd + h * dv + row0 + (c - 2 * dk);
-            const float x = mixed[tok * conv_dim + ch];
+            const float x = t == 0 ? xin0[c] : mixed[tok * conv_dim + ch];
             float acc = 0.0f;
 #pragma unroll
             for (int j = 0; j < KC - 1; ++j) acc = fmaf(cw[c][j], win[c][j], acc);
@@ -160,8 +175,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         sk = block_sum(sk, scratch);
         const float inv_q = scale / sqrtf(sq + 1e-6f);
         const float inv_k = 1.0f / sqrtf(sk + 1e-6f);
-        const float beta = 1.0f / (1.0f + expf(-b_in[tok * hv + h]));
-        const float eg = expf(neg_a * gdn_softplus(a_in[tok * hv + h] + dtb));
+        const float bt = t == 0 ? b0 : b_in[tok * hv + h];
+        const float at = t == 0 ? a0 : a_in[tok * hv + h];
+        const float beta = 1.0f / (1.0f + expf(-bt));
+        const float eg = expf(neg_a * gdn_softplus(at + dtb));
 
         float qs[EPT], ks[EPT];
         float kq = 0.0f;
@@ -214,16 +231,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         for (int j = 0; j < KC - 1; ++j)
             conv_state[((long long)lane_id * conv_dim + ch) * (KC - 1) + j] = win[c][j];
     }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        const unsigned int group = (unsigned int)(r * gridDim.x);
-        const unsigned int prev = atomicAdd(&counters[lane_id * hk + kh], 1u);
-        last_flag = (prev == group - 1);
-    }
-    __syncthreads();
     if (last_flag) {
-        __threadfence();
         for (int c = tid; c < 2 * dk; c += WARPS * 32) {
             const int ch = c < dk ? kh * dk + c : kd + kh * dk + (c - dk);
 #pragma unroll

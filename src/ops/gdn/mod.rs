@@ -199,11 +199,15 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 2, 8, true),
             t(32, 4, 2, 8, true),
             t(16, 8, 4, 4, true),
+            t(16, 8, 4, 8, true),
+            t(16, 8, 4, 16, true),
             t(32, 4, 2, 4, false),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
             t(16, 8, 4, 4, true),
+            t(16, 8, 4, 8, true),
+            t(16, 8, 4, 16, true),
             t(32, 4, 2, 4, false),
         ],
     }
@@ -304,7 +308,7 @@ fn chunk_scan_spec() -> KernelSpec {
 
 fn chunk_scan_smem() -> usize {
     let (d, v, c) = (CHUNK_DKMAX, CHUNK_DVT, 64);
-    4 * (3 * c * d + d * (v + 1) + c * (c + 1) + c * (v + 1) + 2 * c)
+    4 * (3 * c * d + d * (v + 1) + c * c + c * (v + 1) + 2 * c)
 }
 
 fn norm_spec(out: crate::ops::DType) -> KernelSpec {
