@@ -5,7 +5,6 @@
 // The shared rules (bit stream, plane offsets, alignment) are in formats/sym_int.cuh.
 #ifndef NINFER_FMT_Q8_G32
 #define NINFER_FMT_Q8_G32
-#define FMT_NAME_Q8_G32 1
 #define FMT_BITS {{ fmt.bits }}
 #define FMT_GROUP {{ fmt.group }}
 {% include "formats/sym_int.cuh" %}
