@@ -34,18 +34,51 @@ fn tera_with(dirs: &[&str]) -> tera::Tera {
     t
 }
 
-/// A kernel that exercises the interface, so a compile check instantiates every function.
+/// A kernel that exercises the interface: one thread per (row, group) of an `[N, K]` payload
+/// decodes its group into `out[N*K]` and dots it with `x[K]` into `dots[N*K/FMT_GROUP]`,
+/// finding the rows through the template's own plane-offset functions.
 const PROBE: &str = r#"
-extern "C" __global__ void probe(const u8* q, const u8* s, const float* x, float* out, int K) {
-    const int g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= K / FMT_GROUP) return;
-    float w[FMT_GROUP];
-    fmt_decode_group(q, s, g, w);
-    for (int i = 0; i < FMT_GROUP; ++i) out[g * FMT_GROUP + i] = w[i];
-    out[K + g] = fmt_dot_group(q, s, g, x + g * FMT_GROUP);
-    if (g == 0) out[K + K / FMT_GROUP] = (float)(fmt_q_row_bytes(K) + fmt_s_row_bytes(K) + fmt_s_plane_offset(1, K));
+extern "C" __global__ void probe(const u8* w, const float* x, float* out, float* dots, int N, int K) {
+    const int groups = K / FMT_GROUP;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= N * groups) return;
+    const int row = t / groups, g = t % groups;
+    const u8* q = w + (long long)row * fmt_q_row_bytes(K);
+    const u8* s = w + fmt_s_plane_offset(N, K) + (long long)row * fmt_s_row_bytes(K);
+    float v[FMT_GROUP];
+    fmt_decode_group(q, s, g, v);
+    for (int i = 0; i < FMT_GROUP; ++i) out[(long long)row * K + g * FMT_GROUP + i] = v[i];
+    dots[t] = fmt_dot_group(q, s, g, x + g * FMT_GROUP);
 }
 "#;
+
+/// For the GPU check: a random `[N, K]` payload of `f`, the host's decoding of it, and `x`.
+fn dump_probe_data(dir: &Path, f: &ninfer::formats::Format) {
+    use ninfer::formats::{decode, encode};
+    let (n, k) = (5, 512);
+    let mut st = 0x9e37_79b9u32 ^ f.name.len() as u32;
+    let mut rnd = || {
+        st ^= st << 13;
+        st ^= st >> 17;
+        st ^= st << 5;
+        (st % 20001) as f32 / 10000.0 - 1.0
+    };
+    let w: Vec<f32> = (0..n * k)
+        .map(|i| rnd() * if i % 97 == 0 { 8.0 } else { 1.0 })
+        .collect();
+    let x: Vec<f32> = (0..k).map(|_| rnd()).collect();
+    let p = encode(f, &w, n, k).unwrap();
+    let y = decode(f, &p, n, k).unwrap();
+    let le = |v: &[f32]| v.iter().flat_map(|a| a.to_le_bytes()).collect::<Vec<u8>>();
+    std::fs::write(dir.join(format!("{}.payload", f.name)), &p).unwrap();
+    std::fs::write(dir.join(format!("{}.decoded", f.name)), le(&y)).unwrap();
+    std::fs::write(dir.join(format!("{}.x", f.name)), le(&x)).unwrap();
+    write(
+        dir,
+        &format!("{}.json", f.name),
+        &format!("{{\"n\": {n}, \"k\": {k}}}"),
+    );
+}
 
 #[test]
 fn every_format_template_renders_the_interface() {
@@ -103,6 +136,7 @@ fn every_format_template_renders_the_interface() {
         assert_eq!(twice.matches("fmt_decode_group(const").count(), 2);
         if let Some(dir) = &dump {
             write(dir, &format!("{}.cu", f.name), &format!("{src}\n{PROBE}"));
+            dump_probe_data(dir, f);
         }
     }
 }
