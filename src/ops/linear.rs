@@ -47,6 +47,19 @@ pub enum LinearTile {
     Gemv { tt: u32, rows: u32, warps: u32 },
     /// Tensor-core kernel: a `bm x bn` tile of Y per block, `wm x wn` warps.
     Mma { bm: u32, bn: u32, wm: u32, wn: u32 },
+    /// Tensor-core GEMV for up to `8 * nt` columns: 16 rows per block, `kw` warps splitting
+    /// K, `unroll` groups per iteration. Formats with the lane-pairs interface only.
+    Mmv { nt: u32, kw: u32, unroll: u32 },
+}
+
+/// Column tiles of 8 the tensor-core GEMV is instantiated with.
+pub const MMV_NT: [u32; 3] = [1, 2, 4];
+/// (warps splitting K, groups per iteration) variants of the tensor-core GEMV.
+pub const MMV_SPLITS: [(u32, u32); 2] = [(4, 4), (8, 2)];
+
+/// Whether a format's template offers `fmt_lane_pairs` (the tensor-core GEMV interface).
+pub fn has_lane_pairs(format: &Format) -> bool {
+    format.kind == crate::formats::FormatKind::SymInt
 }
 
 /// The gemv column tiles that are instantiated.
@@ -84,6 +97,14 @@ impl LinearRoute {
             .param("bn", bn)
             .param("warps_m", wm)
             .param("warps_n", wn),
+            LinearTile::Mmv { nt, kw, unroll } => KernelSpec::new(
+                "linear_mmv",
+                "linear/mmv.cu",
+                format!("linear_mmv_{f}_{e}_n{nt}_k{kw}_u{unroll}"),
+            )
+            .param("nt", nt)
+            .param("kw", kw)
+            .param("unroll", unroll),
         }
         .param("format", f)
         .param("epilogue", self.epilogue)
@@ -91,7 +112,11 @@ impl LinearRoute {
 
     /// The built-in heuristic (the autotuner's default).
     pub fn choose(format: &'static Format, t: usize, epilogue: Epilogue) -> LinearRoute {
-        let tile = if t <= 8 {
+        let tile = if t <= 32 && has_lane_pairs(format) {
+            let nt = (t.max(1).div_ceil(8) as u32).next_power_of_two();
+            let (kw, unroll) = MMV_SPLITS[0];
+            LinearTile::Mmv { nt, kw, unroll }
+        } else if t <= 8 {
             let tt = (t.max(1) as u32).next_power_of_two();
             LinearTile::Gemv {
                 tt,
@@ -117,6 +142,7 @@ impl LinearRoute {
         match self.tile {
             LinearTile::Gemv { tt, .. } => tt as usize,
             LinearTile::Mma { .. } => usize::MAX,
+            LinearTile::Mmv { nt, .. } => 8 * nt as usize,
         }
     }
 
@@ -140,6 +166,20 @@ impl LinearRoute {
                     tile: LinearTile::Mma { bm, bn, wm, wn },
                     epilogue,
                 });
+            }
+            if has_lane_pairs(format) {
+                for nt in MMV_NT {
+                    for (i, (kw, unroll)) in MMV_SPLITS.into_iter().enumerate() {
+                        // The second split is a tuning candidate for the plain epilogue only.
+                        if i == 0 || epilogue == Epilogue::None {
+                            routes.push(LinearRoute {
+                                format,
+                                tile: LinearTile::Mmv { nt, kw, unroll },
+                                epilogue,
+                            });
+                        }
+                    }
+                }
             }
         }
         routes
@@ -240,6 +280,11 @@ pub fn launch(
                     1,
                 ),
                 block_dim: (wm * wn * 32, 1, 1),
+                shared_mem_bytes: 0,
+            },
+            LinearTile::Mmv { kw, .. } => LaunchConfig {
+                grid_dim: (n.div_ceil(16) as u32, 1, 1),
+                block_dim: (kw * 32, 1, 1),
                 shared_mem_bytes: 0,
             },
         };
@@ -408,6 +453,11 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
             LinearTile::Gemv { tt, .. } => ((tt / 2 + 1) as usize..=tt as usize).collect(),
             LinearTile::Mma { bm: 32, .. } => vec![9, 16, 17, 24, 32],
             LinearTile::Mma { .. } => vec![33, 64, 100, 256],
+            LinearTile::Mmv { nt, .. } => match nt {
+                1 => (1..=8).collect(),
+                2 => (9..=16).collect(),
+                _ => vec![17, 20, 25, 31, 32],
+            },
         };
         // Cycle the shapes over the T values so each route sees several real shapes.
         let shapes: Vec<(usize, usize)> = SHAPES_SMOLLM2

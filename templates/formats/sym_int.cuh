@@ -62,4 +62,64 @@ __device__ __forceinline__ float fmt_dot_group(const u8* q, const u8* s, int g, 
     return fmt_group_scale(s, g) * acc;
 }
 
+// ---- Tensor-core GEMV interface (templates/linear/mmv.cu) ----------------------------
+// A group is split among the 4 lanes of an mma thread-quad: lane t owns the FMT_LANE_N
+// consecutive weights [g*FMT_GROUP + t*FMT_LANE_N, +FMT_LANE_N) of a row. fmt_lane_pairs
+// writes them as exact (unscaled) integers packed in bf16x2 pairs; pair i holds the weights
+// at offsets (fmt_pair_lo(i), fmt_pair_hi(i)) from the lane's first weight. The kernel pairs
+// the activations the same way, so the order is the format's to choose.
+#define FMT_LANE_N (FMT_GROUP / 4)
+#define FMT_HAS_LANE_PAIRS 1
+
+#if FMT_BITS == 4
+// Each 32-bit word holds 8 nibbles; (w >> 4s) & 0x000F000F picks nibbles s and s+4, which
+// land in the mantissas of two bf16 128+u when OR-ed with 0x4300 (u = nibble ^ 8, the
+// offset-binary form of the two's complement value). One bf16x2 FMA removes 136: exact.
+__device__ __forceinline__ int fmt_pair_lo(int i) { return 8 * (i >> 2) + (i & 3); }
+__device__ __forceinline__ int fmt_pair_hi(int i) { return 8 * (i >> 2) + (i & 3) + 4; }
+
+__device__ __forceinline__ u32 fmt_bf16x2_minus136(u32 v) {
+    u32 r;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(0x3f803f80u), "r"(0xc308c308u));
+    return r;
+}
+
+__device__ __forceinline__ void fmt_lane_pairs(const u8* q, int g, int t, u32* out) {
+    const u32* w = (const u32*)(q + (long long)g * (FMT_GROUP / 2) + t * (FMT_LANE_N / 2));
+#pragma unroll
+    for (int j = 0; j < FMT_LANE_N / 8; ++j) {
+        const u32 word = w[j] ^ 0x88888888u;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            out[4 * j + s] = fmt_bf16x2_minus136(((word >> (4 * s)) & 0x000f000fu) | 0x43004300u);
+        }
+    }
+}
+#else
+// Natural order; integers of up to 8 bits are exact in bf16.
+__device__ __forceinline__ int fmt_pair_lo(int i) { return 2 * i; }
+__device__ __forceinline__ int fmt_pair_hi(int i) { return 2 * i + 1; }
+
+__device__ __forceinline__ void fmt_lane_pairs(const u8* q, int g, int t, u32* out) {
+#if FMT_BITS == 8
+    const i8* v = (const i8*)q + (long long)g * FMT_GROUP + t * FMT_LANE_N;
+#pragma unroll
+    for (int i = 0; i < FMT_LANE_N / 2; ++i) out[i] = pack_bf16x2((float)v[2 * i], (float)v[2 * i + 1]);
+#else
+    int v[FMT_GROUP];
+    fmt_group_ints(q, g, v);
+    // Select the lane's quarter with compile-time indices (a runtime index would put v in
+    // local memory).
+#pragma unroll
+    for (int tq = 0; tq < 4; ++tq) {
+        if (tq == t) {
+#pragma unroll
+            for (int i = 0; i < FMT_LANE_N / 2; ++i)
+                out[i] = pack_bf16x2((float)v[tq * FMT_LANE_N + 2 * i], (float)v[tq * FMT_LANE_N + 2 * i + 1]);
+        }
+    }
+#endif
+}
+#endif
+
 #endif  // NINFER_FMT_SYM_INT
