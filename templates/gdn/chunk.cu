@@ -159,20 +159,72 @@ extern "C" __global__ void __launch_bounds__(NT)
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
         __syncthreads();
-        for (int e = tid; e < CH * DKMAX; e += NT) {
-            const int t = e / DKMAX, i = e % DKMAX;
-            const bool in = t < tc && i < dk;
-            Ws[e] = in ? w_in[((tok0 + t) * hv + h) * dk + i] : 0.0f;
-            Qs[e] = in ? q_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f;
-            Ks[e] = in ? k_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f;
-        }
-        for (int e = tid; e < CH * CH; e += NT) {
-            const int t = e / CH, s = e % CH;
-            Ps[t * CH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : 0.0f;
-        }
-        for (int e = tid; e < CH * DVT; e += NT) {
-            const int t = e / DVT, j = e % DVT;
-            Vp[t * (DVT + 1) + j] = (t < tc && j < nj) ? u_in[((tok0 + t) * hv + h) * dv + j0 + j] : 0.0f;
+        if ((dk & 3) == 0 && (dv & 3) == 0) {
+            // All of the chunk's loads are issued before any is stored (16-byte loads),
+            // so one memory latency per chunk instead of one per loop trip.
+            constexpr int PER = (CH * DKMAX / 4) / NT;
+            constexpr int PERP = (CH * CH / 4) / NT;
+            constexpr int PERU = (CH * DVT / 4 + NT - 1) / NT;
+            float4 rw[PER], rq[PER], rk[PER], rp[PERP], ru[PERU];
+            float4 z4;
+            z4.x = z4.y = z4.z = z4.w = 0.0f;
+#pragma unroll
+            for (int it = 0; it < PER; ++it) {
+                const int e = tid + it * NT;
+                const int t = e / (DKMAX / 4), i = (e % (DKMAX / 4)) * 4;
+                const bool in = t < tc && i < dk;
+                rw[it] = in ? *reinterpret_cast<const float4*>(w_in + ((tok0 + t) * hv + h) * dk + i) : z4;
+                rq[it] = in ? *reinterpret_cast<const float4*>(q_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
+                rk[it] = in ? *reinterpret_cast<const float4*>(k_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
+            }
+#pragma unroll
+            for (int it = 0; it < PERP; ++it) {
+                const int e = tid + it * NT;
+                const int t = e / (CH / 4), s4 = (e % (CH / 4)) * 4;
+                rp[it] = t < tc ? *reinterpret_cast<const float4*>(p_in + ((tok0 + t) * hv + h) * CH + s4) : z4;
+            }
+#pragma unroll
+            for (int it = 0; it < PERU; ++it) {
+                const int e = tid + it * NT;
+                const int t = e / (DVT / 4), j = (e % (DVT / 4)) * 4;
+                const bool in = e < CH * DVT / 4 && t < tc && j < nj;
+                ru[it] = in ? *reinterpret_cast<const float4*>(u_in + ((tok0 + t) * hv + h) * dv + j0 + j) : z4;
+            }
+#pragma unroll
+            for (int it = 0; it < PER; ++it) {
+                const int e = tid + it * NT;
+                *reinterpret_cast<float4*>(Ws + e * 4) = rw[it];
+                *reinterpret_cast<float4*>(Qs + e * 4) = rq[it];
+                *reinterpret_cast<float4*>(Ks + e * 4) = rk[it];
+            }
+#pragma unroll
+            for (int it = 0; it < PERP; ++it)
+                *reinterpret_cast<float4*>(Ps + (tid + it * NT) * 4) = rp[it];
+#pragma unroll
+            for (int it = 0; it < PERU; ++it) {
+                const int e = tid + it * NT;
+                if (e < CH * DVT / 4) {
+                    const int t = e / (DVT / 4), j = (e % (DVT / 4)) * 4;
+                    float* d = Vp + t * (DVT + 1) + j;
+                    d[0] = ru[it].x; d[1] = ru[it].y; d[2] = ru[it].z; d[3] = ru[it].w;
+                }
+            }
+        } else {
+            for (int e = tid; e < CH * DKMAX; e += NT) {
+                const int t = e / DKMAX, i = e % DKMAX;
+                const bool in = t < tc && i < dk;
+                Ws[e] = in ? w_in[((tok0 + t) * hv + h) * dk + i] : 0.0f;
+                Qs[e] = in ? q_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f;
+                Ks[e] = in ? k_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f;
+            }
+            for (int e = tid; e < CH * CH; e += NT) {
+                const int t = e / CH, s = e % CH;
+                Ps[t * CH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : 0.0f;
+            }
+            for (int e = tid; e < CH * DVT; e += NT) {
+                const int t = e / DVT, j = e % DVT;
+                Vp[t * (DVT + 1) + j] = (t < tc && j < nj) ? u_in[((tok0 + t) * hv + h) * dv + j0 + j] : 0.0f;
+            }
         }
         if (tid < CH) {
             const float gl = gc_in[(tok0 + tc - 1) * hv + h];

@@ -22,6 +22,22 @@ __device__ __forceinline__ void gdn_group_sum2(float& a, float& b) {
     }
 }
 
+// Two sums over the whole block at once (one pair of barriers); `scratch` holds 64 floats.
+__device__ __forceinline__ void gdn_block_sum2(float& a, float& b, float* scratch) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int nwarps = blockDim.x >> 5;
+    a = warp_sum(a);
+    b = warp_sum(b);
+    __syncthreads();  // scratch may still be read by an earlier call
+    if (lane == 0) { scratch[warp] = a; scratch[32 + warp] = b; }
+    __syncthreads();
+    a = lane < nwarps ? scratch[lane] : 0.0f;
+    b = lane < nwarps ? scratch[32 + lane] : 0.0f;
+    a = warp_sum(a);
+    b = warp_sum(b);
+}
+
 // Load / store EPT consecutive state elements as f32; `valid` of them lie inside dk
 // (with VEC, dk % EPT == 0 so a slice is all in or all out).
 __device__ __forceinline__ void gdn_ld_slice(const float* p, float* v, int valid) {

@@ -17,6 +17,7 @@
     rows   columns (values of j) each lane holds
     warps  warps per block
     vec    16-byte state loads (needs dk % ept == 0)
+    minb   blocks per SM the compiler must fit (register cap), 0 = no cap
     kc     conv width
 
   Layouts (f32 activations):
@@ -53,7 +54,7 @@
 typedef {{ state }} state_t;
 {% include "gdn/common.cuh" %}
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
+extern "C" __global__ void __launch_bounds__(WARPS * 32{% if minb > 0 %}, {{ minb }}{% endif %})
 {{ kernel_name }}(const float* __restrict__ mixed,
                   const float* __restrict__ a_in,
                   const float* __restrict__ b_in,
@@ -73,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     __shared__ float cw[NCHMAX][KC];
     __shared__ float ybuf[NCHMAX];
     __shared__ float xin0[NCHMAX];   // token 0's inputs, fetched with the prologue
-    __shared__ float scratch[32];
+    __shared__ float scratch[64];
     __shared__ int last_flag;
 
     const int lane_id = blockIdx.z;
@@ -171,8 +172,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
             sq = fmaf(ybuf[c], ybuf[c], sq);
             sk = fmaf(ybuf[dk + c], ybuf[dk + c], sk);
         }
-        sq = block_sum(sq, scratch);
-        sk = block_sum(sk, scratch);
+        gdn_block_sum2(sq, sk, scratch);
         const float inv_q = scale / sqrtf(sq + 1e-6f);
         const float inv_k = 1.0f / sqrtf(sk + 1e-6f);
         const float bt = t == 0 ? b0 : b_in[tok * hv + h];

@@ -61,6 +61,7 @@ fn softplus(x: f32) -> f32 {
 /// `t` tokens of one sequence: returns `y [t][HV*dv]` after the gated norm. The state is
 /// kept in f32 across the `t` tokens and rounded to its storage type at the end, as the
 /// GPU step does.
+#[allow(clippy::too_many_arguments)]
 pub fn step(
     d: &GdnDims,
     w: &CpuWeights,
@@ -82,8 +83,8 @@ pub fn step(
             let x = mixed[tok * cd + c];
             let win = &mut st.conv[c * hist..(c + 1) * hist];
             let mut acc = 0.0f32;
-            for j in 0..hist {
-                acc = w.conv_w[c * kc + j].mul_add(win[j], acc);
+            for (wj, xj) in w.conv_w[c * kc..c * kc + hist].iter().zip(win.iter()) {
+                acc = wj.mul_add(*xj, acc);
             }
             acc = w.conv_w[c * kc + hist].mul_add(x, acc);
             win.rotate_left(1.min(hist));

@@ -160,6 +160,8 @@ pub struct Tile {
     pub warps: u32,
     /// 16-byte state accesses (needs `dk % ept == 0`).
     pub vec: bool,
+    /// Blocks per SM the compiler must fit (a register cap); 0: none.
+    pub minb: u32,
 }
 
 impl Tile {
@@ -171,11 +173,16 @@ impl Tile {
         (self.warps * self.rows * (32 / self.lpr)) as usize
     }
     pub fn fits(&self, dk: usize) -> bool {
-        dk <= self.dk_max() && (!self.vec || dk % self.ept as usize == 0)
+        dk <= self.dk_max() && (!self.vec || dk.is_multiple_of(self.ept as usize))
     }
     fn short(&self) -> String {
+        let cap = if self.minb > 0 {
+            format!("m{}", self.minb)
+        } else {
+            String::new()
+        };
         format!(
-            "l{}e{}r{}w{}{}",
+            "l{}e{}r{}w{}{}{cap}",
             self.lpr,
             self.ept,
             self.rows,
@@ -193,6 +200,15 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         rows,
         warps,
         vec,
+        minb: 0,
+    };
+    let capped = |rows, minb| Tile {
+        lpr: 16,
+        ept: 8,
+        rows,
+        warps: 8,
+        vec: true,
+        minb,
     };
     match state {
         StateType::F32 => vec![
@@ -201,6 +217,7 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(16, 8, 4, 16, true),
+            capped(2, 5),
             t(32, 4, 2, 4, false),
         ],
         StateType::F16 => vec![
@@ -208,6 +225,7 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(16, 8, 4, 16, true),
+            capped(4, 4),
             t(32, 4, 2, 4, false),
         ],
     }
@@ -239,6 +257,7 @@ impl RecurrentRoute {
             .param("rows", self.tile.rows)
             .param("warps", self.tile.warps)
             .param("vec", self.tile.vec)
+            .param("minb", self.tile.minb)
             .param("kc", self.kc)
     }
 
@@ -519,7 +538,10 @@ pub fn launch_recurrent(
     );
     assert!(route.tile.fits(d.dk), "dk {} does not fit the tile", d.dk);
     assert_eq!(d.kc, route.kc);
-    assert!(d.hk > 0 && d.hv % d.hk == 0, "HV must be a multiple of HK");
+    assert!(
+        d.hk > 0 && d.hv.is_multiple_of(d.hk),
+        "HV must be a multiple of HK"
+    );
     assert_eq!(st.s.len(), st.lanes * d.state_len());
     match route.mode {
         Mode::Step => assert!(out.is_some()),
@@ -687,7 +709,7 @@ pub fn launch_prefill(
     assert!(
         2 * d.dk <= PREP_CHMAX * PREP_BLOCK as usize && d.dv <= PREP_CHMAX * PREP_BLOCK as usize
     );
-    assert!(d.kc == 4 && d.hv % d.hk == 0);
+    assert!(d.kc == 4 && d.hv.is_multiple_of(d.hk));
     if seqs == 0 || t == 0 {
         return Ok(());
     }
