@@ -73,9 +73,10 @@ impl Outcome {
 pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome>, GpuError> {
     use crate::ops;
     let mut rng = StdRng::seed_from_u64(seed);
-    let wanted = |specs: Vec<crate::jit::KernelSpec>| -> bool {
-        filter.is_none_or(|f| specs.iter().any(|s| s.entry.contains(f)))
-    };
+    // A filter is one or more comma-separated substrings of route names.
+    let matches = |route: &str| filter.is_none_or(|f| f.split(',').any(|p| route.contains(p)));
+    let wanted =
+        |specs: Vec<crate::jit::KernelSpec>| -> bool { specs.iter().any(|s| matches(&s.entry)) };
     let mut outcomes = Vec::new();
     if wanted(ops::rmsnorm::instantiations()) {
         outcomes.extend(ops::rmsnorm::qualify(gpu, &mut rng)?);
@@ -92,9 +93,7 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
     if wanted(ops::gdn::instantiations()) {
         outcomes.extend(ops::gdn::qualify(gpu, &mut rng)?);
     }
-    if let Some(f) = filter {
-        outcomes.retain(|o| o.route.contains(f));
-    }
+    outcomes.retain(|o| matches(&o.route));
     Ok(outcomes)
 }
 

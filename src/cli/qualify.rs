@@ -12,7 +12,7 @@ pub struct QualifyArgs {
     /// Seed for the random inputs (default: a fresh one, printed so a run can be repeated).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Only routes whose name contains this text.
+    /// Only routes whose name contains this text (several: separate them with commas).
     #[arg(long)]
     pub filter: Option<String>,
     /// Also write the outcomes as JSON lines to this file.

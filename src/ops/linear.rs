@@ -114,7 +114,8 @@ impl LinearRoute {
     pub fn choose(format: &'static Format, t: usize, epilogue: Epilogue) -> LinearRoute {
         let tile = if t <= 32 && has_lane_pairs(format) {
             let nt = (t.max(1).div_ceil(8) as u32).next_power_of_two();
-            let (kw, unroll) = MMV_SPLITS[0];
+            // Fewer in-flight groups per warp where more column tiles need registers.
+            let (kw, unroll) = MMV_SPLITS[if nt == 1 { 0 } else { 1 }];
             LinearTile::Mmv { nt, kw, unroll }
         } else if t <= 8 {
             let tt = (t.max(1) as u32).next_power_of_two();
@@ -169,15 +170,12 @@ impl LinearRoute {
             }
             if has_lane_pairs(format) {
                 for nt in MMV_NT {
-                    for (i, (kw, unroll)) in MMV_SPLITS.into_iter().enumerate() {
-                        // The second split is a tuning candidate for the plain epilogue only.
-                        if i == 0 || epilogue == Epilogue::None {
-                            routes.push(LinearRoute {
-                                format,
-                                tile: LinearTile::Mmv { nt, kw, unroll },
-                                epilogue,
-                            });
-                        }
+                    for (kw, unroll) in MMV_SPLITS {
+                        routes.push(LinearRoute {
+                            format,
+                            tile: LinearTile::Mmv { nt, kw, unroll },
+                            epilogue,
+                        });
                     }
                 }
             }
@@ -558,4 +556,47 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         records.push(rec);
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_chosen_route_is_instantiated() {
+        let specs = instantiations();
+        for fmt in crate::formats::registry().iter() {
+            for t in [1, 2, 3, 8, 9, 16, 17, 32, 33, 512, 4096] {
+                for e in Epilogue::ALL {
+                    let entry = LinearRoute::choose(fmt, t, e).spec().entry;
+                    assert!(
+                        specs.iter().any(|s| s.entry == entry),
+                        "{entry} is chosen but not registered"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reference_applies_each_epilogue() {
+        let x = [1.0, 2.0]; // T = 1, K = 2
+        let w = vec![vec![3.0f32, -1.0]]; // row 0: dot = 1
+        let up = vec![vec![2.0f32, 2.0]]; // dot = 6
+        let plain = reference_rows(&x, (1, 2), &w, None, Epilogue::None, |_, _| 0.0, &[0]);
+        assert_eq!(plain, vec![1.0]);
+        let res = reference_rows(&x, (1, 2), &w, None, Epilogue::Residual, |_, _| 0.5, &[0]);
+        assert_eq!(res, vec![1.5]);
+        let sw = reference_rows(
+            &x,
+            (1, 2),
+            &w,
+            Some(&up),
+            Epilogue::Swiglu,
+            |_, _| 0.0,
+            &[0],
+        );
+        let silu1 = 1.0 / (1.0 + (-1.0f64).exp());
+        assert!((sw[0] - silu1 * 6.0).abs() < 1e-12);
+    }
 }
