@@ -4,7 +4,8 @@
 //! and write JSON lines.
 //!
 //! `gdn_gpu [--seed N] [--peer PEER.jsonl] [--peer-called CALLED.jsonl] [--json BENCH.jsonl]
-//!          [--qualify-json QUALIFY.jsonl] [--rev REV] [--skip-qualify] [--skip-bench]`
+//!          [--qualify-json QUALIFY.jsonl] [--rev REV] [--skip-qualify] [--skip-bench]
+//!          [--prefill-only]`
 
 use std::process::ExitCode;
 
@@ -76,7 +77,12 @@ fn main() -> ExitCode {
     if !flag("--skip-qualify") {
         let mut rng = StdRng::seed_from_u64(seed);
         let t0 = std::time::Instant::now();
-        match gdn::qualify(&gpu, &mut rng) {
+        let q = if flag("--prefill-only") {
+            gdn::qualify_prefill(&gpu, &mut rng)
+        } else {
+            gdn::qualify(&gpu, &mut rng)
+        };
+        match q {
             Ok(outcomes) => {
                 print!("{}", ninfer::qualify::format_table(&outcomes));
                 let fails = outcomes.iter().filter(|o| !o.pass).count();
@@ -124,7 +130,15 @@ fn main() -> ExitCode {
                 command: args.join(" "),
             };
             summary_ceilings(copy, gemm);
-            Ok((copy, gdn::bench(&ctx)?))
+            let recs = if flag("--prefill-only") {
+                let mut rng = StdRng::seed_from_u64(7);
+                let p = gdn::drift::realistic_params(&QWEN36_27B, &mut rng);
+                let w = gdn::GdnWeights::upload(&gpu, QWEN36_27B, &p)?;
+                gdn::bench::bench_prefill(&ctx, &w)?
+            } else {
+                gdn::bench(&ctx)?
+            };
+            Ok((copy, recs))
         };
         match run() {
             Ok((copy, mut records)) => {

@@ -14,6 +14,22 @@ rev="$(cat .gpu/REV 2>/dev/null || echo unknown)"
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 } > "$OUT/context.txt"
+if [ -n "${PREFILL_ONLY:-}" ]; then
+    # Prefill routes only (qualify + bench); the peer figures come from an earlier run's
+    # files named by PEER_DIR (default bench/gdn/run3).
+    P="${PEER_DIR:-bench/gdn/run3}"
+    .gpu/gdn_gpu --prefill-only --skip-bench --qualify-json "$OUT/qualify.jsonl" > "$OUT/qualify.txt" 2>&1
+    qrc=$?
+    .gpu/gdn_gpu --prefill-only --skip-qualify --rev "$rev" --peer "$P/peer.jsonl" \
+        --peer-called "$P/peer_called.jsonl" --json "$OUT/bench.jsonl" > "$OUT/bench.txt" 2>&1
+    brc=$?
+    cat "$OUT/context.txt"
+    grep -E "FAIL" "$OUT/qualify.txt" | head -n 20
+    sed -n '/^qualify (seed/,$p' "$OUT/qualify.txt"
+    sed -n '/^copy /,$p' "$OUT/bench.txt"
+    [ "$qrc" = 0 ] && [ "$brc" = 0 ]
+    exit $?
+fi
 echo "== qualify" >&2
 .gpu/gdn_gpu --skip-bench --qualify-json "$OUT/qualify.jsonl" > "$OUT/qualify.txt" 2>&1
 qrc=$?

@@ -179,9 +179,17 @@ pub fn bench(ctx: &BenchCtx) -> Result<Vec<BenchRecord>, GpuError> {
             }
         }
     }
+    out.extend(bench_prefill(ctx, &w)?);
+    Ok(out)
+}
+
+/// The chunked prefill at 512 and 4096 tokens (27B shape, both storage types).
+pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>, GpuError> {
+    let (gpu, d) = (ctx.gpu, w.dims);
+    let mut out = Vec::new();
     for t in [512usize, 4096] {
         for ty in StateType::ALL {
-            let us = time_prefill(gpu, &w, ty, t)?;
+            let us = time_prefill(gpu, w, ty, t)?;
             let bytes = (t * (d.conv_dim() + 2 * d.hv + d.value_dim()) * 4) as f64
                 + 2.0 * (d.state_len() * ty.bytes() + d.conv_state_len() * 4) as f64;
             out.push(ctx.record(

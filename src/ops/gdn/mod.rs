@@ -21,7 +21,7 @@ mod qualify;
 pub mod reference;
 
 pub use bench::bench;
-pub use qualify::qualify;
+pub use qualify::{qualify, qualify_prefill};
 
 use cudarc::driver::{DevicePtr, DeviceRepr, ValidAsZeroBits};
 use serde::Serialize;
@@ -202,30 +202,17 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         vec,
         minb: 0,
     };
-    let capped = |rows, minb| Tile {
-        lpr: 16,
-        ept: 8,
-        rows,
-        warps: 8,
-        vec: true,
-        minb,
-    };
     match state {
         StateType::F32 => vec![
             t(16, 8, 2, 8, true),
-            t(32, 4, 2, 8, true),
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
-            t(16, 8, 4, 16, true),
-            capped(2, 5),
             t(32, 4, 2, 4, false),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
-            t(16, 8, 4, 16, true),
-            capped(4, 4),
             t(32, 4, 2, 4, false),
         ],
     }
@@ -351,6 +338,18 @@ fn chunk_scan_spec() -> KernelSpec {
     .param("stage", "scan")
     .param("dkmax", CHUNK_DKMAX)
     .param("dvt", CHUNK_DVT)
+}
+
+fn chunk_wu_smem() -> usize {
+    4 * (2 * 64 * 33 + 64 * 68 + 64 * 256 + 2 * 64)
+}
+
+fn set_smem(f: &cudarc::driver::CudaFunction, bytes: usize) -> Result<(), GpuError> {
+    f.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        bytes as i32,
+    )
+    .map_err(|e| GpuError::driver("raising the shared-memory limit", e))
 }
 
 fn chunk_scan_smem() -> usize {
@@ -777,10 +776,11 @@ pub fn launch_prefill(
     {
         let spec = chunk_wu_spec();
         let f = gpu.function(&spec)?;
+        set_smem(&f, chunk_wu_smem())?;
         let cfg = LaunchConfig {
             grid_dim: (t.div_ceil(64) as u32, d.hv as u32, seqs as u32),
             block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: chunk_wu_smem() as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
         b.arg(&ws.q)
@@ -812,11 +812,7 @@ pub fn launch_prefill(
         let spec = chunk_scan_spec();
         let f = gpu.function(&spec)?;
         let smem = chunk_scan_smem();
-        f.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(|e| GpuError::driver("raising the shared-memory limit", e))?;
+        set_smem(&f, smem)?;
         let cfg = LaunchConfig {
             grid_dim: (d.dv.div_ceil(CHUNK_DVT) as u32, d.hv as u32, seqs as u32),
             block_dim: (256, 1, 1),

@@ -596,6 +596,30 @@ pub fn gpu_drift(
     Ok(DriftReport::judge(width, &errors))
 }
 
+/// Only the chunked prefill, at every qualify shape (both storage types).
+pub fn qualify_prefill(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    let mut outcomes = Vec::new();
+    for (label, d) in shapes() {
+        let p = realistic_params(&d, rng);
+        for state in StateType::ALL {
+            let (seqs, t) = match label {
+                "27B" => (1, 200),
+                "35B-A3B" => (2, 70),
+                _ => (2, 130),
+            };
+            let c = Case::new(d, &p, seqs, t, state, rng);
+            check_prefill(gpu, state, &c, label, &mut outcomes)?;
+            if d.hv < 32 {
+                for t in [1, 3, 64] {
+                    let c = Case::new(d, &p, 1, t, state, rng);
+                    check_prefill(gpu, state, &c, label, &mut outcomes)?;
+                }
+            }
+        }
+    }
+    Ok(outcomes)
+}
+
 /// Every GDN route at every qualify shape, record/replay exactness, and the GPU drift run.
 pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
     let mut outcomes = Vec::new();
