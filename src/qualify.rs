@@ -85,10 +85,10 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
         outcomes.extend(ops::mma_probe::qualify(gpu, &mut rng)?);
     }
     if wanted(ops::linear::instantiations()) {
-        outcomes.extend(ops::linear::qualify(gpu, &mut rng)?);
+        outcomes.extend(ops::linear::qualify(gpu, &mut rng, &matches)?);
     }
     if wanted(ops::embedding::instantiations()) {
-        outcomes.extend(ops::embedding::qualify(gpu, &mut rng)?);
+        outcomes.extend(ops::embedding::qualify(gpu, &mut rng, &matches)?);
     }
     if wanted(ops::gdn::instantiations()) {
         outcomes.extend(ops::gdn::qualify(gpu, &mut rng)?);

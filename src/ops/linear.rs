@@ -114,8 +114,7 @@ impl LinearRoute {
     pub fn choose(format: &'static Format, t: usize, epilogue: Epilogue) -> LinearRoute {
         let tile = if t <= 32 && has_lane_pairs(format) {
             let nt = (t.max(1).div_ceil(8) as u32).next_power_of_two();
-            // Fewer in-flight groups per warp where more column tiles need registers.
-            let (kw, unroll) = MMV_SPLITS[if nt == 1 { 0 } else { 1 }];
+            let (kw, unroll) = MMV_SPLITS[0];
             LinearTile::Mmv { nt, kw, unroll }
         } else if t <= 8 {
             let tt = (t.max(1) as u32).next_power_of_two();
@@ -170,12 +169,15 @@ impl LinearRoute {
             }
             if has_lane_pairs(format) {
                 for nt in MMV_NT {
-                    for (kw, unroll) in MMV_SPLITS {
-                        routes.push(LinearRoute {
-                            format,
-                            tile: LinearTile::Mmv { nt, kw, unroll },
-                            epilogue,
-                        });
+                    for (i, (kw, unroll)) in MMV_SPLITS.into_iter().enumerate() {
+                        // The second split is a tuning candidate for the plain epilogue only.
+                        if i == 0 || epilogue == Epilogue::None {
+                            routes.push(LinearRoute {
+                                format,
+                                tile: LinearTile::Mmv { nt, kw, unroll },
+                                epilogue,
+                            });
+                        }
                     }
                 }
             }
@@ -444,9 +446,16 @@ pub const SHAPE_LLAMA_BENCH: (usize, usize) = (4096, 14336);
 pub const SHAPE_HEAD_27B: (usize, usize) = (248320, 5120);
 
 /// Every route, every T bucket it serves, on real shapes.
-pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+pub fn qualify(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Outcome>, GpuError> {
     let mut out = Vec::new();
     for route in all_routes() {
+        if !wanted(&route.spec().entry) {
+            continue;
+        }
         let ts: Vec<usize> = match route.tile {
             LinearTile::Gemv { tt, .. } => ((tt / 2 + 1) as usize..=tt as usize).collect(),
             LinearTile::Mma { bm: 32, .. } => vec![9, 16, 17, 24, 32],
@@ -472,20 +481,16 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
     // Long prefill and the big head, on the formats the models use there.
     for name in ["q4_g64", "q6_g64", "q8_g32", "bf16"] {
         let fmt = crate::formats::format(name).expect("registered");
-        for t in [512, 4096] {
-            out.push(check(
-                gpu,
-                &LinearRoute::choose(fmt, t, Epilogue::None),
-                (t, 17408, 5120),
-                rng,
-            )?);
+        for (t, (n, k)) in [
+            (512, (17408, 5120)),
+            (4096, (17408, 5120)),
+            (1, SHAPE_HEAD_27B),
+        ] {
+            let route = LinearRoute::choose(fmt, t, Epilogue::None);
+            if wanted(&route.spec().entry) {
+                out.push(check(gpu, &route, (t, n, k), rng)?);
+            }
         }
-        out.push(check(
-            gpu,
-            &LinearRoute::choose(fmt, 1, Epilogue::None),
-            (1, SHAPE_HEAD_27B.0, SHAPE_HEAD_27B.1),
-            rng,
-        )?);
     }
     Ok(out)
 }
