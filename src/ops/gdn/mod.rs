@@ -340,10 +340,6 @@ fn chunk_scan_spec() -> KernelSpec {
     .param("dvt", CHUNK_DVT)
 }
 
-fn chunk_wu_smem() -> usize {
-    4 * (2 * 64 * 33 + 64 * 68 + 64 * 256 + 2 * 64)
-}
-
 fn set_smem(f: &cudarc::driver::CudaFunction, bytes: usize) -> Result<(), GpuError> {
     f.set_attribute(
         cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -776,11 +772,10 @@ pub fn launch_prefill(
     {
         let spec = chunk_wu_spec();
         let f = gpu.function(&spec)?;
-        set_smem(&f, chunk_wu_smem())?;
         let cfg = LaunchConfig {
             grid_dim: (t.div_ceil(64) as u32, d.hv as u32, seqs as u32),
             block_dim: (256, 1, 1),
-            shared_mem_bytes: chunk_wu_smem() as u32,
+            shared_mem_bytes: 0,
         };
         let mut b = gpu.stream().launch_builder(&f);
         b.arg(&ws.q)
