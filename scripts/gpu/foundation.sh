@@ -6,16 +6,9 @@
 # and the revision it was built from in .gpu/REV (scripts/gpu/stage.sh prepares both).
 # Writes its logs under $OUT (default ./gpu-out).
 set -uo pipefail
-OUT="${OUT:-gpu-out}"
-mkdir -p "$OUT"
+source scripts/gpu/context.sh
 B=.gpu/ninfer
 export NINFER_CACHE_DIR="$(mktemp -d)/ninfer-cache"
-rev="$(cat .gpu/REV 2>/dev/null || echo unknown)"
-{
-    echo "revision: $rev"
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-} | tee "$OUT/context.txt"
 
 echo '$ ninfer devices' | tee "$OUT/devices.txt"
 $B devices 2>&1 | tee -a "$OUT/devices.txt"

@@ -5,15 +5,8 @@
 # into .gpu/) and the wheels in .whl/ (flash-linear-attention, fla-core, einops).
 # Writes everything under $OUT (default ./gpu-out); the table is printed last.
 set -uo pipefail
-OUT="${OUT:-gpu-out}"
-mkdir -p "$OUT"
+source scripts/gpu/context.sh
 export NINFER_CACHE_DIR="$(mktemp -d)/ninfer-cache"
-rev="$(cat .gpu/REV 2>/dev/null || echo unknown)"
-{
-    echo "revision: $rev"
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-} > "$OUT/context.txt"
 if [ -n "${PREFILL_ONLY:-}" ]; then
     # Prefill routes only (qualify + bench); the peer figures come from an earlier run's
     # files named by PEER_DIR (default bench/gdn/run3).

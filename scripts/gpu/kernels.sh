@@ -6,16 +6,9 @@
 # scripts/gpu/stage.sh. Writes logs and JSON under $OUT (default ./gpu-out).
 # QUALIFY_FILTER / BENCH_FILTER narrow either step.
 set -uo pipefail
-OUT="${OUT:-gpu-out}"
-mkdir -p "$OUT"
+source scripts/gpu/context.sh
 B=.gpu/ninfer
 export NINFER_CACHE_DIR="${NINFER_CACHE_DIR:-/tmp/ninfer-cache}"
-rev="$(cat .gpu/REV 2>/dev/null || echo unknown)"
-{
-    echo "revision: $rev"
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-} | tee "$OUT/context.txt"
 
 echo '$ ninfer kernels build --all' > "$OUT/build.txt"
 $B kernels build --all >> "$OUT/build.txt" 2>&1

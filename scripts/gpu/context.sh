@@ -1,0 +1,11 @@
+# Sourced by the GPU job scripts: sets OUT (default ./gpu-out, created), rev (from
+# .gpu/REV) and writes $OUT/context.txt (revision, date, GPU name/driver/memory/clock).
+OUT="${OUT:-gpu-out}"
+mkdir -p "$OUT"
+rev="$(cat .gpu/REV 2>/dev/null || echo unknown)"
+{
+    echo "revision: $rev"
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+} > "$OUT/context.txt"
+cat "$OUT/context.txt"
