@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod devices;
 pub mod kernels;
+pub mod precision;
 pub mod qualify;
 
 use std::process::ExitCode;

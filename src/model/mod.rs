@@ -9,16 +9,20 @@
 //! # Ok::<(), ninfer::model::ModelError>(())
 //! ```
 
+pub mod binder;
 pub mod chat_template;
 pub mod config;
 pub mod default_model;
 pub mod error;
 pub mod gguf;
+pub mod materialize;
+pub mod precision;
 pub mod st_files;
 pub mod tokenizer;
 
 use std::path::Path;
 
+pub use binder::{plan, plan_weights, BindError, PlannedTensor, TensorRole, WeightPlan};
 pub use chat_template::{ChatMessage, ChatTemplate};
 pub use config::{Architecture, GdnConfig, LayerType, ModelConfig, MoeConfig};
 pub use default_model::{
@@ -27,6 +31,8 @@ pub use default_model::{
 };
 pub use error::{GgufError, ModelError, Shape};
 pub use gguf::{GgufFile, GgufTensorInfo, GgufValue};
+pub use materialize::{materialize, Materialized};
+pub use precision::{PrecisionOptions, VocabQuant};
 pub use st_files::{Dtype, SafetensorsModel};
 pub use tokenizer::Tokenizer;
 
