@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod engine;
 pub mod formats;
 pub mod gpu;
 pub mod jit;

@@ -9,6 +9,7 @@
 //! # Ok::<(), ninfer::model::ModelError>(())
 //! ```
 
+pub mod arch;
 pub mod binder;
 pub mod chat_template;
 pub mod config;

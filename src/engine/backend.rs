@@ -1,0 +1,101 @@
+//! The backend trait: the ops the architectures are written against (DESIGN.md section 4).
+//!
+//! An architecture (`crate::model::arch`) uploads its weights through the backend once, then
+//! runs every forward through these calls only, so the same model code drives the cpu
+//! backend (the oracle) and, later, the cuda one. Activations are row-major matrices of
+//! `rows` tokens by `cols` features; weights of a linear layer are `[out, in]` (HF order).
+
+use crate::ops::rmsnorm::NormWeight;
+
+/// How RoPE pairs the dimensions of a head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// Dimension `i` pairs with `i + rotary_dim/2` (HF `rotate_half`, llama.cpp "NeoX").
+    /// HF llama/qwen checkpoints and GGUF qwen3 use it.
+    Neox,
+    /// Dimension `2i` pairs with `2i + 1` (llama.cpp "normal"). GGUF llama files store q/k
+    /// rows permuted for this layout, so they must run with it.
+    Interleaved,
+}
+
+/// Rotary embedding parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rope {
+    pub style: RopeStyle,
+    pub theta: f64,
+    /// Leading dimensions of each head that rotate (the rest pass through).
+    pub rotary_dim: usize,
+}
+
+/// The shape of one attention layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttnShape {
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+}
+
+/// The ops of a backend. Every method is pure apart from the caches it is handed.
+pub trait Backend: Clone + Send + Sync {
+    /// An activation matrix `[rows, cols]`.
+    type Act;
+    /// A linear layer's weight `[out, in]` (also an embedding table `[vocab, hidden]`).
+    type Linear;
+    /// A 1-D parameter (norm weights, biases).
+    type Vector;
+    /// One sequence's key/value cache for every attention layer of a model.
+    type KvCache;
+
+    fn name(&self) -> &'static str;
+
+    // Uploads.
+    fn linear_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> Self::Linear;
+    fn vector_from_f32(&self, data: Vec<f32>) -> Self::Vector;
+    fn act_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> Self::Act;
+    /// A cache for `layers` attention layers of shape `shape` (grows as tokens arrive).
+    fn new_kv_cache(&self, layers: usize, shape: AttnShape) -> Self::KvCache;
+    /// Tokens held by the cache (the position the next token takes).
+    fn kv_len(&self, cache: &Self::KvCache) -> usize;
+
+    // Downloads and shapes.
+    fn to_host(&self, x: &Self::Act) -> Vec<f32>;
+    fn rows(&self, x: &Self::Act) -> usize;
+    fn cols(&self, x: &Self::Act) -> usize;
+    /// Rows `start..start+n` of `x`.
+    fn slice_rows(&self, x: &Self::Act, start: usize, n: usize) -> Self::Act;
+    /// Columns `start..start+n` of `x`.
+    fn slice_cols(&self, x: &Self::Act, start: usize, n: usize) -> Self::Act;
+
+    // Ops.
+    /// Rows of `table` picked by `ids`.
+    fn embedding(&self, table: &Self::Linear, ids: &[u32]) -> Self::Act;
+    /// RMSNorm of each row (or of each `w.len()`-wide group of a row when the row is a
+    /// multiple of it, e.g. per-head q/k norms).
+    fn rmsnorm(&self, x: &Self::Act, w: &Self::Vector, eps: f64, conv: NormWeight) -> Self::Act;
+    /// `y = x W^T` (+ bias).
+    fn linear(&self, x: &Self::Act, w: &Self::Linear, bias: Option<&Self::Vector>) -> Self::Act;
+    /// `x += y`.
+    fn add_assign(&self, x: &mut Self::Act, y: &Self::Act);
+    /// `silu(gate) * up`.
+    fn swiglu(&self, gate: &Self::Act, up: &Self::Act) -> Self::Act;
+    /// `x * sigmoid(gate)`, elementwise.
+    fn sigmoid_gate(&self, x: &Self::Act, gate: &Self::Act) -> Self::Act;
+    /// Rotates each head of each row (row `i` at position `pos0 + i`) in place.
+    fn rope(&self, x: &mut Self::Act, n_heads: usize, head_dim: usize, pos0: usize, rope: &Rope);
+    /// Causal GQA attention of `q [T, nH*hd]` against the cache of `layer` after appending
+    /// `k, v [T, nKV*hd]` to it (row `i` of the block sits at position `kv_len + i`), scale
+    /// `hd^-0.5`. Returns `[T, nH*hd]`. The caller advances the cache with `kv_advance`
+    /// once every layer has run.
+    fn attention(
+        &self,
+        cache: &mut Self::KvCache,
+        layer: usize,
+        q: &Self::Act,
+        k: &Self::Act,
+        v: &Self::Act,
+    ) -> Self::Act;
+    /// Marks `n` more tokens as held by the cache.
+    fn kv_advance(&self, cache: &mut Self::KvCache, n: usize);
+    /// Row-wise softmax (f64 accumulation).
+    fn softmax(&self, x: &Self::Act) -> Self::Act;
+}

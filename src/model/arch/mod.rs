@@ -1,0 +1,109 @@
+//! The architectures, written once against [`crate::engine::backend::Backend`].
+//!
+//! Each one loads its weights from [`ModelFiles`] (decoding GGUF blocks or safetensors
+//! dtypes to f32 here, independently of the weight binder) and implements [`CausalLm`]:
+//! a state per sequence (KV cache, later GDN state) and a forward over a block of tokens
+//! that serves both prefill (many tokens) and incremental decode (one token).
+
+pub mod llama;
+
+use half::{bf16, f16};
+
+use crate::engine::backend::Backend;
+use crate::formats::gguf_blocks::{dequantize, GgufType};
+use crate::model::{Architecture, Dtype, ModelError, ModelFiles, TensorDtype, Weights};
+
+pub use llama::Llama;
+
+/// Why a model cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("tensor {name:?} cannot be decoded: {problem}")]
+    Weight { name: String, problem: String },
+    #[error("the {arch:?} architecture is not implemented on this backend yet")]
+    Unsupported { arch: Architecture },
+}
+
+/// Which logits a forward returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogitsWanted {
+    /// Only the last token's row (generation).
+    Last,
+    /// Every token's row (scoring, tests).
+    All,
+}
+
+/// A causal language model on backend `B`.
+pub trait CausalLm<B: Backend> {
+    /// Per-sequence state (KV cache, recurrent state).
+    type State;
+    fn new_state(&self) -> Self::State;
+    /// Tokens already consumed by `state`.
+    fn position(&self, state: &Self::State) -> usize;
+    fn vocab_size(&self) -> usize;
+    /// Runs `ids` (at positions `position(state)..`) through the model, appending them to
+    /// `state`, and returns logits `[rows, vocab]` row-major (`rows` is 1 or `ids.len()`).
+    fn forward(&self, state: &mut Self::State, ids: &[u32], want: LogitsWanted) -> Vec<f32>;
+}
+
+/// A tensor decoded to f32: its row-major shape (outermost first) and values.
+pub fn tensor_f32(weights: &Weights, name: &str) -> Result<(Vec<usize>, Vec<f32>), ArchError> {
+    let t = weights.tensor(name).ok_or_else(|| {
+        ArchError::Model(ModelError::MissingTensor {
+            path: weights.path().to_path_buf(),
+            name: name.to_string(),
+        })
+    })?;
+    let n: usize = t.shape.iter().product();
+    let bad = |problem: String| ArchError::Weight {
+        name: name.to_string(),
+        problem,
+    };
+    let values = match t.dtype {
+        TensorDtype::Ggml(id) => {
+            let ty = GgufType::from_id(id).map_err(|e| bad(e.to_string()))?;
+            dequantize(ty, t.data, n).map_err(|e| bad(e.to_string()))?
+        }
+        TensorDtype::Safetensors(d) => {
+            let width = match d {
+                Dtype::F32 => 4,
+                Dtype::F16 | Dtype::BF16 => 2,
+                other => return Err(bad(format!("dtype {other:?} is not decoded on the cpu"))),
+            };
+            if t.data.len() != n * width {
+                return Err(bad(format!(
+                    "{} bytes for {n} values of {d:?}",
+                    t.data.len()
+                )));
+            }
+            match d {
+                Dtype::F32 => t
+                    .data
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect(),
+                Dtype::F16 => t
+                    .data
+                    .chunks_exact(2)
+                    .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
+                    .collect(),
+                _ => t
+                    .data
+                    .chunks_exact(2)
+                    .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                    .collect(),
+            }
+        }
+    };
+    Ok((t.shape.clone(), values))
+}
+
+/// Loads the model in `files` on backend `b` (llama family only so far).
+pub fn load_llama<B: Backend>(b: &B, files: &ModelFiles) -> Result<Llama<B>, ArchError> {
+    match files.config.architecture {
+        Architecture::Llama => Llama::load(b, files),
+        arch => Err(ArchError::Unsupported { arch }),
+    }
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Reference fixtures for the architecture tests (tests/arch_*.rs).
+
+Runs HF transformers in float32 on the CPU (no GPU needed):
+
+  smollm2  transformers loads the default model's GGUF (through the `gguf` package, which
+           dequantizes the same Q8_0/Q4_1 numbers ninfer decodes) and scores a wikitext
+           passage; writes tests/fixtures/smollm2/{meta.json,logits.bin}.
+  tiny     random-weight llama-family models (safetensors + config.json + a small
+           byte-level BPE tokenizer trained here) with prefill logits and 32-token greedy
+           continuations; writes tests/fixtures/tiny/<name>/.
+
+Usage: python tools/make_fixtures.py [smollm2|tiny|all] [--gguf PATH]
+Needs: pip install torch transformers gguf safetensors tokenizers
+"""
+
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WIKI = os.path.join(ROOT, "..", "shared", "data", "wikitext-2-raw", "wiki.test.raw")
+GREEDY_TOKENS = 32
+
+
+def write_f32(path, arr):
+    arr = np.ascontiguousarray(np.asarray(arr, dtype="<f4"))
+    with open(path, "wb") as f:
+        f.write(arr.tobytes())
+
+
+@torch.no_grad()
+def greedy(model, ids, n):
+    """n greedy tokens after ids, with a KV cache, never stopping early (no EOS check)."""
+    out = model(torch.tensor([ids]), use_cache=True)
+    past = out.past_key_values
+    nxt = int(out.logits[0, -1].argmax())
+    toks = [nxt]
+    for _ in range(n - 1):
+        out = model(torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        nxt = int(out.logits[0, -1].argmax())
+        toks.append(nxt)
+    return toks
+
+
+def passage_bytes(n_bytes):
+    with open(WIKI, "rb") as f:
+        return f.read(n_bytes)
+
+
+@torch.no_grad()
+def smollm2(gguf_path, n_bytes):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    d, name = os.path.split(os.path.abspath(gguf_path))
+    tok = AutoTokenizer.from_pretrained(d, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=name, dtype=torch.float32)
+    model.eval()
+    text = passage_bytes(n_bytes).decode("utf-8")
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    logits = model(torch.tensor([ids])).logits[0].float().numpy()
+    t = len(ids)
+    rows = sorted({0, 1, t // 4, t // 2, t - 2, t - 1})
+    cont = greedy(model, ids, GREEDY_TOKENS)
+    out = os.path.join(ROOT, "tests", "fixtures", "smollm2")
+    os.makedirs(out, exist_ok=True)
+    write_f32(os.path.join(out, "logits.bin"), logits[rows])
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    meta = {
+        "source": "transformers %s, float32, GGUF %s" % (__import__("transformers").__version__, name),
+        "passage": "the first %d bytes of ../shared/data/wikitext-2-raw/wiki.test.raw" % n_bytes,
+        "passage_bytes": n_bytes,
+        "ids": ids,
+        "vocab": int(logits.shape[1]),
+        "rows": rows,
+        "argmax": [int(a) for a in logits.argmax(axis=1)],
+        "top2_gap": [float(g) for g in (top2[:, 1] - top2[:, 0])],
+        "greedy": cont,
+    }
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print("smollm2: %d tokens, greedy %s" % (t, tok.decode(cont)))
+
+
+def train_tokenizer(path, vocab_size=384):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    with open(WIKI, encoding="utf-8") as f:
+        text = f.read(400_000)
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    t.train_from_iterator(text.splitlines(), trainer)
+    t.save(path)
+    return t
+
+
+@torch.no_grad()
+def tiny_llama(name, cfg_over, seed):
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    out = os.path.join(ROOT, "tests", "fixtures", "tiny", name)
+    os.makedirs(out, exist_ok=True)
+    tk = train_tokenizer(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
+                   "bos_token": None, "model_max_length": 2048}, f, indent=1)
+    cfg = dict(
+        vocab_size=tk.get_vocab_size(),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=512,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=0,
+    )
+    cfg.update(cfg_over)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(LlamaConfig(**cfg)).float().eval()
+    # Random weights with enough spread that logits are far from uniform; norms not 1.
+    for n, p in model.named_parameters():
+        if p.dim() == 1:
+            p.copy_(1.0 + 0.2 * torch.randn_like(p))
+        else:
+            p.copy_(torch.randn_like(p) * (0.6 / p.shape[-1] ** 0.5) * (8 if "embed" in n else 1))
+    model.save_pretrained(out, safe_serialization=True)
+    text = passage_bytes(400).decode("utf-8")
+    ids = tk.encode(text).ids[:48]
+    logits = model(torch.tensor([ids])).logits[0].float().numpy()
+    cont = greedy(model, ids, GREEDY_TOKENS)
+    write_f32(os.path.join(out, "logits.bin"), logits)
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    with open(os.path.join(out, "reference.json"), "w") as f:
+        json.dump({"source": "transformers %s float32, seed %d" % (__import__("transformers").__version__, seed),
+                   "ids": ids, "vocab": int(logits.shape[1]), "greedy": cont,
+                   "top2_gap": [float(g) for g in (top2[:, 1] - top2[:, 0])]}, f, indent=1)
+    print("%s: %d prompt tokens, greedy %s" % (name, len(ids), cont))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "all"])
+    ap.add_argument("--gguf", default=os.path.expanduser("~/.cache/ninfer/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--passage-bytes", type=int, default=320)
+    a = ap.parse_args()
+    torch.set_num_threads(max(1, (os.cpu_count() or 2)))
+    if a.what in ("smollm2", "all"):
+        smollm2(a.gguf, a.passage_bytes)
+    if a.what in ("tiny", "all"):
+        tiny_llama("llama", {}, seed=1)
+        tiny_llama("qwen3_like_bias", {"attention_bias": True, "tie_word_embeddings": True}, seed=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
