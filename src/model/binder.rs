@@ -68,7 +68,7 @@ pub enum BindError {
         name: String,
         format: String,
         #[source]
-        source: FormatError,
+        source: Box<FormatError>,
     },
 
     #[error("{flag} cannot apply to tensor \"{name}\" in {path}: {why}")]
@@ -352,7 +352,7 @@ pub fn plan_weights(
             path: path.clone(),
             name: name.to_string(),
             format: format.name.clone(),
-            source,
+            source: Box::new(source),
         };
         let layout = Layout::new(format, n, k).map_err(layout_err)?;
         // The source must fill whole blocks per row, and the q8 intermediate must fit.
@@ -360,7 +360,7 @@ pub fn plan_weights(
             path: path.clone(),
             name: name.to_string(),
             format: format.name.clone(),
-            source: e,
+            source: Box::new(e),
         })?;
         if conversion == Conversion::TranscodeFromQ8 {
             let q8 = formats::format("q8_g32").expect("seed format");
@@ -368,7 +368,7 @@ pub fn plan_weights(
                 path: path.clone(),
                 name: name.to_string(),
                 format: q8.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
             formats::transcode::check_target(format).map_err(layout_err)?;
         }

@@ -93,7 +93,7 @@ fn write_tensor(t: &PlannedTensor, weights: &Weights, dst: &mut [u8]) -> Result<
         path: path.clone(),
         name: t.name.clone(),
         format: format.to_string(),
-        source,
+        source: Box::new(source),
     };
     let produced = match t.conversion {
         Conversion::Convert => {
