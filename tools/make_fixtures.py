@@ -107,8 +107,8 @@ def train_tokenizer(path, vocab_size=384):
 
 
 @torch.no_grad()
-def tiny_llama(name, cfg_over, seed):
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+def tiny_llama(name, cfg_over, seed, family="llama", embed_scale=8.0):
+    import transformers
 
     out = os.path.join(ROOT, "tests", "fixtures", "tiny", name)
     os.makedirs(out, exist_ok=True)
@@ -133,13 +133,17 @@ def tiny_llama(name, cfg_over, seed):
     )
     cfg.update(cfg_over)
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(LlamaConfig(**cfg)).float().eval()
+    if family == "qwen3":
+        conf, cls = transformers.Qwen3Config, transformers.Qwen3ForCausalLM
+    else:
+        conf, cls = transformers.LlamaConfig, transformers.LlamaForCausalLM
+    model = cls(conf(**cfg)).float().eval()
     # Random weights with enough spread that logits are far from uniform; norms not 1.
     for n, p in model.named_parameters():
         if p.dim() == 1:
             p.copy_(1.0 + 0.2 * torch.randn_like(p))
         else:
-            p.copy_(torch.randn_like(p) * (0.6 / p.shape[-1] ** 0.5) * (8 if "embed" in n else 1))
+            p.copy_(torch.randn_like(p) * (0.6 / p.shape[-1] ** 0.5) * (embed_scale if "embed" in n else 1))
     model.save_pretrained(out, safe_serialization=True)
     text = passage_bytes(400).decode("utf-8")
     ids = tk.encode(text).ids[:48]
@@ -165,7 +169,10 @@ def main():
         smollm2(a.gguf, a.passage_bytes)
     if a.what in ("tiny", "all"):
         tiny_llama("llama", {}, seed=1)
-        tiny_llama("qwen3_like_bias", {"attention_bias": True, "tie_word_embeddings": True}, seed=2)
+        # Qwen3 dense: q/k norms, biases, tied head, a non-default theta.
+        tiny_llama("qwen3", {"attention_bias": True, "tie_word_embeddings": True,
+                             "rope_theta": 1e6, "head_dim": 48},
+                   seed=2, family="qwen3", embed_scale=1.0)
 
 
 if __name__ == "__main__":

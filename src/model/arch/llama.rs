@@ -22,6 +22,7 @@ struct Layer<B: Backend> {
     bq: Option<B::Vector>,
     bk: Option<B::Vector>,
     bv: Option<B::Vector>,
+    bo: Option<B::Vector>,
     q_norm: Option<B::Vector>,
     k_norm: Option<B::Vector>,
     ffn_norm: B::Vector,
@@ -101,6 +102,7 @@ impl<B: Backend> Llama<B> {
                 bq: opt_vec(&n("attn_q.bias", "self_attn.q_proj.bias"))?,
                 bk: opt_vec(&n("attn_k.bias", "self_attn.k_proj.bias"))?,
                 bv: opt_vec(&n("attn_v.bias", "self_attn.v_proj.bias"))?,
+                bo: opt_vec(&n("attn_output.bias", "self_attn.o_proj.bias"))?,
                 q_norm: opt_vec(&n("attn_q_norm.weight", "self_attn.q_norm.weight"))?,
                 k_norm: opt_vec(&n("attn_k_norm.weight", "self_attn.k_norm.weight"))?,
                 ffn_norm: vec(&n("ffn_norm.weight", "post_attention_layernorm.weight"))?,
@@ -185,7 +187,7 @@ impl<B: Backend> CausalLm<B> for Llama<B> {
             b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
             b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
             let a = b.attention(&mut state.kv, li, &q, &k, &v);
-            let o = b.linear(&a, &l.wo, None);
+            let o = b.linear(&a, &l.wo, l.bo.as_ref());
             b.add_assign(&mut x, &o);
             let h = b.rmsnorm(&x, &l.ffn_norm, eps, NormWeight::Plain);
             let g = b.linear(&h, &l.gate, None);
