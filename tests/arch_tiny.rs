@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use ninfer::engine::generate::{argmax, generate, GenerateOptions, Sampling};
 use ninfer::engine::CpuBackend;
-use ninfer::model::arch::{CausalLm, Llama, LogitsWanted};
-use ninfer::model::{open_model, ModelLocation};
+use ninfer::model::arch::{CausalLm, Llama, LogitsWanted, Qwen35};
+use ninfer::model::{open_model, Architecture, ModelFiles, ModelLocation};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -31,6 +31,17 @@ fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
 }
 
 fn check(dir: &Path) {
+    let files = open_model(&ModelLocation::HfDir(dir.to_path_buf())).unwrap();
+    match files.config.architecture {
+        Architecture::Llama => check_model(dir, &files, &Llama::load(&CpuBackend, &files).unwrap()),
+        Architecture::Qwen35 => {
+            check_model(dir, &files, &Qwen35::load(&CpuBackend, &files).unwrap())
+        }
+        a => panic!("no tiny fixture path for {a:?}"),
+    }
+}
+
+fn check_model<M: CausalLm<CpuBackend>>(dir: &Path, files: &ModelFiles, model: &M) {
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
             .unwrap();
@@ -44,9 +55,7 @@ fn check(dir: &Path) {
         .collect();
     assert_eq!(reference.len(), prompt.len() * vocab);
 
-    let files = open_model(&ModelLocation::HfDir(dir.to_path_buf())).unwrap();
     assert_eq!(files.config.vocab_size, vocab);
-    let model = Llama::load(&CpuBackend, &files).unwrap();
 
     // Prefill, all rows.
     let mut st = model.new_state();
@@ -71,7 +80,7 @@ fn check(dir: &Path) {
         sampling: Sampling::greedy(),
         stop_ids: vec![],
     };
-    let g = generate(&model, &mut st, &[first], &opts, |_| true);
+    let g = generate(model, &mut st, &[first], &opts, |_| true);
     let mut ours = vec![first];
     ours.extend(g.tokens);
     assert_eq!(ours, want, "{}: greedy continuation", dir.display());
@@ -83,7 +92,7 @@ fn check(dir: &Path) {
         ..opts
     };
     assert_eq!(
-        generate(&model, &mut st3, &prompt, &opts, |_| true).tokens,
+        generate(model, &mut st3, &prompt, &opts, |_| true).tokens,
         want
     );
 }
@@ -96,4 +105,14 @@ fn tiny_llama() {
 #[test]
 fn tiny_qwen3_dense() {
     check(&fixture("qwen3"));
+}
+
+#[test]
+fn tiny_qwen35_dense_hv_hk_2() {
+    check(&fixture("qwen35_r2"));
+}
+
+#[test]
+fn tiny_qwen35_dense_hv_hk_3() {
+    check(&fixture("qwen35_r3"));
 }

@@ -158,15 +158,79 @@ def tiny_llama(name, cfg_over, seed, family="llama", embed_scale=8.0):
     print("%s: %d prompt tokens, greedy %s" % (name, len(ids), cont))
 
 
+@torch.no_grad()
+def tiny_qwen35(name, cfg_over, seed):
+    """A dense Qwen3.5 text model (GDN + gated attention), flat qwen3_5_text config."""
+    import transformers
+
+    out = os.path.join(ROOT, "tests", "fixtures", "tiny", name)
+    os.makedirs(out, exist_ok=True)
+    tk = train_tokenizer(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
+                   "bos_token": None, "model_max_length": 2048}, f, indent=1)
+    cfg = dict(
+        vocab_size=tk.get_vocab_size(),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=32,
+        linear_value_head_dim=32,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        max_position_embeddings=512,
+        rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1e6,
+                         "partial_rotary_factor": 0.5, "mrope_section": [4, 2, 2]},
+        tie_word_embeddings=False,
+        eos_token_id=0,
+    )
+    cfg.update(cfg_over)
+    torch.manual_seed(seed)
+    model = transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(**cfg)).float().eval()
+    for n, p in model.named_parameters():
+        if n.endswith("A_log") or n.endswith("dt_bias"):
+            p.copy_(0.5 * torch.randn_like(p))
+        elif n.endswith("linear_attn.norm.weight"):
+            p.copy_(1.0 + 0.2 * torch.randn_like(p))
+        elif p.dim() == 1:  # zero-centred norms: stored near 0
+            p.copy_(0.2 * torch.randn_like(p))
+        else:
+            p.copy_(torch.randn_like(p) * (0.6 / p.shape[-1] ** 0.5) * (4 if "embed" in n else 1))
+    model.save_pretrained(out, safe_serialization=True)
+    text = passage_bytes(400).decode("utf-8")
+    ids = tk.encode(text).ids[:48]
+    logits = model(torch.tensor([ids])).logits[0].float().numpy()
+    cont = greedy(model, ids, GREEDY_TOKENS)
+    write_f32(os.path.join(out, "logits.bin"), logits)
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    with open(os.path.join(out, "reference.json"), "w") as f:
+        json.dump({"source": "transformers %s float32, seed %d" % (transformers.__version__, seed),
+                   "ids": ids, "vocab": int(logits.shape[1]), "greedy": cont,
+                   "top2_gap": [float(g) for g in (top2[:, 1] - top2[:, 0])]}, f, indent=1)
+    print("%s: %d prompt tokens, greedy %s" % (name, len(ids), cont))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "qwen35", "all"])
     ap.add_argument("--gguf", default=os.path.expanduser("~/.cache/ninfer/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--passage-bytes", type=int, default=320)
     a = ap.parse_args()
     torch.set_num_threads(max(1, (os.cpu_count() or 2)))
     if a.what in ("smollm2", "all"):
         smollm2(a.gguf, a.passage_bytes)
+    if a.what in ("qwen35", "all"):
+        # HV/HK = 2, layers GDN, attention, GDN, attention.
+        tiny_qwen35("qwen35_r2", {"layer_types": ["linear_attention", "full_attention",
+                                                  "linear_attention", "full_attention"]}, seed=3)
+        # HV/HK = 3, default schedule (GDN x3, attention), dv != dk.
+        tiny_qwen35("qwen35_r3", {"linear_num_key_heads": 2, "linear_num_value_heads": 6,
+                                  "linear_value_head_dim": 24}, seed=4)
     if a.what in ("tiny", "all"):
         tiny_llama("llama", {}, seed=1)
         # Qwen3 dense: q/k norms, biases, tied head, a non-default theta.

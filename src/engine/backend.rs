@@ -5,6 +5,7 @@
 //! backend (the oracle) and, later, the cuda one. Activations are row-major matrices of
 //! `rows` tokens by `cols` features; weights of a linear layer are `[out, in]` (HF order).
 
+use crate::ops::gdn::{GdnDims, StateType};
 use crate::ops::rmsnorm::NormWeight;
 
 /// How RoPE pairs the dimensions of a head.
@@ -45,6 +46,10 @@ pub trait Backend: Clone + Send + Sync {
     type Vector;
     /// One sequence's key/value cache for every attention layer of a model.
     type KvCache;
+    /// One GDN layer's small parameters (conv, `A_log`, `dt_bias`, output norm).
+    type GdnWeights;
+    /// One sequence's state of one GDN layer (conv window and recurrent state).
+    type GdnState;
 
     fn name(&self) -> &'static str;
 
@@ -56,6 +61,20 @@ pub trait Backend: Clone + Send + Sync {
     fn new_kv_cache(&self, layers: usize, shape: AttnShape) -> Self::KvCache;
     /// Tokens held by the cache (the position the next token takes).
     fn kv_len(&self, cache: &Self::KvCache) -> usize;
+
+    /// GDN parameters: `conv_w [conv_dim, Kc]`, `a_log`, `dt_bias [HV]`, `norm_w [dv]`.
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_weights(
+        &self,
+        dims: GdnDims,
+        conv_w: Vec<f32>,
+        a_log: Vec<f32>,
+        dt_bias: Vec<f32>,
+        norm_w: Vec<f32>,
+        eps: f64,
+    ) -> Self::GdnWeights;
+    /// A zero GDN state (conv window and recurrent state).
+    fn new_gdn_state(&self, dims: GdnDims, ty: StateType) -> Self::GdnState;
 
     // Downloads and shapes.
     fn to_host(&self, x: &Self::Act) -> Vec<f32>;
@@ -96,6 +115,27 @@ pub trait Backend: Clone + Send + Sync {
     ) -> Self::Act;
     /// Marks `n` more tokens as held by the cache.
     fn kv_advance(&self, cache: &mut Self::KvCache, n: usize);
+    /// Splits each row, viewed as `[n_heads, first + second]`, into `[n_heads*first]` and
+    /// `[n_heads*second]` (Qwen3.5's q_proj: query and gate per head).
+    fn split_heads(
+        &self,
+        x: &Self::Act,
+        n_heads: usize,
+        first: usize,
+        second: usize,
+    ) -> (Self::Act, Self::Act);
+    /// The Gated DeltaNet mixer (MODEL_SPEC section 4, steps 2-8 before `out_proj`) over a
+    /// block of tokens: `mixed [T, conv_dim]`, `z [T, HV*dv]`, `a`, `b [T, HV]`; returns the
+    /// gated-normed `[T, HV*dv]` and advances `state`.
+    fn gdn(
+        &self,
+        w: &Self::GdnWeights,
+        state: &mut Self::GdnState,
+        mixed: &Self::Act,
+        z: &Self::Act,
+        a: &Self::Act,
+        b: &Self::Act,
+    ) -> Self::Act;
     /// Row-wise softmax (f64 accumulation).
     fn softmax(&self, x: &Self::Act) -> Self::Act;
 }

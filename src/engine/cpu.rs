@@ -4,6 +4,8 @@
 use rayon::prelude::*;
 
 use super::backend::{AttnShape, Backend, Rope, RopeStyle};
+use crate::ops::gdn::cpu::{step as gdn_step, CpuState, CpuWeights};
+use crate::ops::gdn::{GdnDims, StateType};
 use crate::ops::rmsnorm::NormWeight;
 
 /// A row-major f32 matrix.
@@ -73,6 +75,8 @@ impl Backend for CpuBackend {
     type Linear = Mat;
     type Vector = Vec<f32>;
     type KvCache = CpuKvCache;
+    type GdnWeights = (GdnDims, CpuWeights);
+    type GdnState = CpuState;
 
     fn name(&self) -> &'static str {
         "cpu"
@@ -97,6 +101,42 @@ impl Backend for CpuBackend {
             k: vec![Vec::new(); layers],
             v: vec![Vec::new(); layers],
         }
+    }
+
+    fn gdn_weights(
+        &self,
+        dims: GdnDims,
+        conv_w: Vec<f32>,
+        a_log: Vec<f32>,
+        dt_bias: Vec<f32>,
+        norm_w: Vec<f32>,
+        eps: f64,
+    ) -> (GdnDims, CpuWeights) {
+        assert_eq!(
+            conv_w.len(),
+            dims.conv_dim() * dims.kc,
+            "gdn: conv weight size"
+        );
+        assert_eq!(
+            (a_log.len(), dt_bias.len()),
+            (dims.hv, dims.hv),
+            "gdn: A_log/dt_bias"
+        );
+        assert_eq!(norm_w.len(), dims.dv, "gdn: norm weight size");
+        (
+            dims,
+            CpuWeights {
+                conv_w,
+                a_log,
+                dt_bias,
+                norm_w,
+                eps: eps as f32,
+            },
+        )
+    }
+
+    fn new_gdn_state(&self, dims: GdnDims, ty: StateType) -> CpuState {
+        CpuState::zeros(&dims, ty)
     }
 
     fn kv_len(&self, cache: &CpuKvCache) -> usize {
@@ -149,7 +189,7 @@ impl Backend for CpuBackend {
     fn rmsnorm(&self, x: &Mat, w: &Vec<f32>, eps: f64, conv: NormWeight) -> Mat {
         let width = w.len();
         assert!(
-            width > 0 && x.cols % width == 0,
+            width > 0 && x.cols.is_multiple_of(width),
             "norm width does not divide the row"
         );
         let mut out = vec![0f32; x.data.len()];
@@ -243,7 +283,10 @@ impl Backend for CpuBackend {
             "rope: row is not n_heads * head_dim"
         );
         let rd = rope.rotary_dim;
-        assert!(rd <= head_dim && rd % 2 == 0, "rope: bad rotary_dim");
+        assert!(
+            rd <= head_dim && rd.is_multiple_of(2),
+            "rope: bad rotary_dim"
+        );
         let half = rd / 2;
         // inv_freq as HF computes it: theta^(-2i/rd) in f32.
         let inv_freq: Vec<f32> = (0..half)
@@ -330,9 +373,50 @@ impl Backend for CpuBackend {
         cache.len += n;
     }
 
+    fn split_heads(&self, x: &Mat, n_heads: usize, first: usize, second: usize) -> (Mat, Mat) {
+        let w = first + second;
+        assert_eq!(
+            x.cols,
+            n_heads * w,
+            "split_heads: row is not n_heads * (first + second)"
+        );
+        let (mut a, mut b) = (
+            Vec::with_capacity(x.rows * n_heads * first),
+            Vec::with_capacity(x.rows * n_heads * second),
+        );
+        for r in 0..x.rows {
+            for h in x.row(r).chunks(w) {
+                a.extend_from_slice(&h[..first]);
+                b.extend_from_slice(&h[first..]);
+            }
+        }
+        (
+            Mat::new(x.rows, n_heads * first, a),
+            Mat::new(x.rows, n_heads * second, b),
+        )
+    }
+
+    fn gdn(
+        &self,
+        w: &(GdnDims, CpuWeights),
+        state: &mut CpuState,
+        mixed: &Mat,
+        z: &Mat,
+        a: &Mat,
+        b: &Mat,
+    ) -> Mat {
+        let (d, cw) = w;
+        let t = mixed.rows;
+        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
+        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
+        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        let y = gdn_step(d, cw, state, &mixed.data, &z.data, &a.data, &b.data, t);
+        Mat::new(t, d.value_dim(), y)
+    }
+
     fn softmax(&self, x: &Mat) -> Mat {
         let mut out = x.data.clone();
-        out.par_chunks_mut(x.cols).for_each(|r| softmax_in_place(r));
+        out.par_chunks_mut(x.cols).for_each(softmax_in_place);
         Mat::new(x.rows, x.cols, out)
     }
 }
@@ -378,11 +462,11 @@ mod tests {
         let bias = rand_vec(21, 3);
         let y = b.linear(&x, &w, Some(&bias));
         for i in 0..3 {
-            for r in 0..21 {
+            for (r, &br) in bias.iter().enumerate() {
                 let e: f64 = (0..37)
                     .map(|c| x.row(i)[c] as f64 * w.row(r)[c] as f64)
                     .sum::<f64>()
-                    + bias[r] as f64;
+                    + br as f64;
                 assert!((y.row(i)[r] as f64 - e).abs() < 1e-5, "{i} {r}");
             }
         }

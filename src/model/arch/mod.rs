@@ -6,6 +6,7 @@
 //! that serves both prefill (many tokens) and incremental decode (one token).
 
 pub mod llama;
+pub mod qwen35;
 
 use half::{bf16, f16};
 
@@ -14,6 +15,7 @@ use crate::formats::gguf_blocks::{dequantize, GgufType};
 use crate::model::{Architecture, Dtype, ModelError, ModelFiles, TensorDtype, Weights};
 
 pub use llama::Llama;
+pub use qwen35::Qwen35;
 
 /// Why a model cannot be built.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,253 @@
+//! Qwen3.5/3.6 dense (MODEL_SPEC sections 2-6): Gated DeltaNet layers and gated full
+//! attention layers per `layer_types`, SwiGLU MLP, zero-centred RMSNorms (plain weight for
+//! the GDN output norm), partial NeoX RoPE.
+
+use super::{tensor_f32, ArchError, CausalLm, LogitsWanted};
+use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
+use crate::model::{ModelConfig, ModelFiles};
+use crate::ops::gdn::{GdnDims, StateType};
+use crate::ops::rmsnorm::NormWeight;
+
+enum Mixer<B: Backend> {
+    Attention {
+        q_proj: B::Linear,
+        k_proj: B::Linear,
+        v_proj: B::Linear,
+        o_proj: B::Linear,
+        q_norm: B::Vector,
+        k_norm: B::Vector,
+    },
+    Gdn {
+        in_qkv: B::Linear,
+        in_z: B::Linear,
+        in_b: B::Linear,
+        in_a: B::Linear,
+        params: B::GdnWeights,
+        out_proj: B::Linear,
+    },
+}
+
+struct Layer<B: Backend> {
+    input_norm: B::Vector,
+    mixer: Mixer<B>,
+    post_norm: B::Vector,
+    gate: B::Linear,
+    up: B::Linear,
+    down: B::Linear,
+}
+
+/// A dense Qwen3.5 text model on backend `B`.
+pub struct Qwen35<B: Backend> {
+    backend: B,
+    config: ModelConfig,
+    embed: B::Linear,
+    head: Option<B::Linear>,
+    final_norm: B::Vector,
+    layers: Vec<Layer<B>>,
+    rope: Rope,
+    shape: AttnShape,
+    gdn_dims: Option<GdnDims>,
+    /// Storage of the recurrent state (`--gdn-state-fp16` gives F16).
+    pub state_type: StateType,
+}
+
+/// A sequence's state: the KV cache of the attention layers and one GDN state per GDN layer
+/// (`None` for attention layers).
+pub struct Qwen35State<B: Backend> {
+    pub kv: B::KvCache,
+    pub gdn: Vec<Option<B::GdnState>>,
+}
+
+impl<B: Backend> Qwen35<B> {
+    /// Decodes the weights of `files` (HF safetensors naming) and uploads them to `b`.
+    pub fn load(b: &B, files: &ModelFiles) -> Result<Self, ArchError> {
+        let c = &files.config;
+        if c.moe.is_some() {
+            return Err(ArchError::Unsupported {
+                arch: c.architecture,
+            });
+        }
+        let w = &files.weights;
+        let lin = |name: &str| -> Result<B::Linear, ArchError> {
+            let (shape, v) = tensor_f32(w, name)?;
+            let cols = *shape.last().unwrap_or(&1);
+            Ok(b.linear_from_f32(v.len() / cols.max(1), cols, v))
+        };
+        let raw = |name: &str| -> Result<Vec<f32>, ArchError> { Ok(tensor_f32(w, name)?.1) };
+        let vec =
+            |name: &str| -> Result<B::Vector, ArchError> { Ok(b.vector_from_f32(raw(name)?)) };
+        let m = c.hf_tensor_prefix();
+        let gdn_dims = c.gdn.as_ref().map(|g| GdnDims {
+            hk: g.num_key_heads,
+            hv: g.num_value_heads,
+            dk: g.key_head_dim,
+            dv: g.value_head_dim,
+            kc: g.conv_kernel_dim,
+        });
+        let mut layers = Vec::with_capacity(c.num_hidden_layers);
+        for i in 0..c.num_hidden_layers {
+            let p = format!("{m}layers.{i}.");
+            let mixer = if c.is_full_attention(i) {
+                let a = format!("{p}self_attn.");
+                Mixer::Attention {
+                    q_proj: lin(&format!("{a}q_proj.weight"))?,
+                    k_proj: lin(&format!("{a}k_proj.weight"))?,
+                    v_proj: lin(&format!("{a}v_proj.weight"))?,
+                    o_proj: lin(&format!("{a}o_proj.weight"))?,
+                    q_norm: vec(&format!("{a}q_norm.weight"))?,
+                    k_norm: vec(&format!("{a}k_norm.weight"))?,
+                }
+            } else {
+                let d = gdn_dims.ok_or(ArchError::Unsupported {
+                    arch: c.architecture,
+                })?;
+                let la = format!("{p}linear_attn.");
+                Mixer::Gdn {
+                    in_qkv: lin(&format!("{la}in_proj_qkv.weight"))?,
+                    in_z: lin(&format!("{la}in_proj_z.weight"))?,
+                    in_b: lin(&format!("{la}in_proj_b.weight"))?,
+                    in_a: lin(&format!("{la}in_proj_a.weight"))?,
+                    params: b.gdn_weights(
+                        d,
+                        raw(&format!("{la}conv1d.weight"))?,
+                        raw(&format!("{la}A_log"))?,
+                        raw(&format!("{la}dt_bias"))?,
+                        raw(&format!("{la}norm.weight"))?,
+                        c.rms_norm_eps,
+                    ),
+                    out_proj: lin(&format!("{la}out_proj.weight"))?,
+                }
+            };
+            layers.push(Layer {
+                input_norm: vec(&format!("{p}input_layernorm.weight"))?,
+                mixer,
+                post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
+                gate: lin(&format!("{p}mlp.gate_proj.weight"))?,
+                up: lin(&format!("{p}mlp.up_proj.weight"))?,
+                down: lin(&format!("{p}mlp.down_proj.weight"))?,
+            });
+        }
+        let head = if w.tensor("lm_head.weight").is_some() {
+            Some(lin("lm_head.weight")?)
+        } else {
+            None
+        };
+        Ok(Qwen35 {
+            backend: b.clone(),
+            config: c.clone(),
+            embed: lin(&format!("{m}embed_tokens.weight"))?,
+            head,
+            final_norm: vec(&format!("{m}norm.weight"))?,
+            layers,
+            rope: Rope {
+                style: RopeStyle::Neox,
+                theta: c.rope_theta,
+                rotary_dim: c.rotary_dim(),
+            },
+            shape: AttnShape {
+                n_heads: c.num_attention_heads,
+                n_kv_heads: c.num_key_value_heads,
+                head_dim: c.head_dim,
+            },
+            gdn_dims,
+            state_type: StateType::F32,
+        })
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+}
+
+impl<B: Backend> CausalLm<B> for Qwen35<B> {
+    type State = Qwen35State<B>;
+
+    fn new_state(&self) -> Qwen35State<B> {
+        let b = &self.backend;
+        Qwen35State {
+            kv: b.new_kv_cache(self.layers.len(), self.shape),
+            gdn: self
+                .layers
+                .iter()
+                .map(|l| match (&l.mixer, self.gdn_dims) {
+                    (Mixer::Gdn { .. }, Some(d)) => Some(b.new_gdn_state(d, self.state_type)),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+
+    fn position(&self, state: &Qwen35State<B>) -> usize {
+        self.backend.kv_len(&state.kv)
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config.vocab_size
+    }
+
+    fn forward(&self, state: &mut Qwen35State<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
+        let b = &self.backend;
+        let eps = self.config.rms_norm_eps;
+        let zc = NormWeight::ZeroCentred;
+        let AttnShape {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+        } = self.shape;
+        let pos0 = b.kv_len(&state.kv);
+        let mut x = b.embedding(&self.embed, ids);
+        for (li, l) in self.layers.iter().enumerate() {
+            let h = b.rmsnorm(&x, &l.input_norm, eps, zc);
+            let o = match &l.mixer {
+                Mixer::Attention {
+                    q_proj,
+                    k_proj,
+                    v_proj,
+                    o_proj,
+                    q_norm,
+                    k_norm,
+                } => {
+                    let qg = b.linear(&h, q_proj, None);
+                    let (q, gate) = b.split_heads(&qg, n_heads, head_dim, head_dim);
+                    let mut q = b.rmsnorm(&q, q_norm, eps, zc);
+                    let mut k = b.rmsnorm(&b.linear(&h, k_proj, None), k_norm, eps, zc);
+                    let v = b.linear(&h, v_proj, None);
+                    b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
+                    b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
+                    let a = b.attention(&mut state.kv, li, &q, &k, &v);
+                    b.linear(&b.sigmoid_gate(&a, &gate), o_proj, None)
+                }
+                Mixer::Gdn {
+                    in_qkv,
+                    in_z,
+                    in_b,
+                    in_a,
+                    params,
+                    out_proj,
+                } => {
+                    let mixed = b.linear(&h, in_qkv, None);
+                    let z = b.linear(&h, in_z, None);
+                    let bb = b.linear(&h, in_b, None);
+                    let aa = b.linear(&h, in_a, None);
+                    let st = state.gdn[li].as_mut().expect("a GDN layer has a GDN state");
+                    let y = b.gdn(params, st, &mixed, &z, &aa, &bb);
+                    b.linear(&y, out_proj, None)
+                }
+            };
+            b.add_assign(&mut x, &o);
+            let h = b.rmsnorm(&x, &l.post_norm, eps, zc);
+            let g = b.linear(&h, &l.gate, None);
+            let u = b.linear(&h, &l.up, None);
+            let m = b.linear(&b.swiglu(&g, &u), &l.down, None);
+            b.add_assign(&mut x, &m);
+        }
+        b.kv_advance(&mut state.kv, ids.len());
+        let x = match want {
+            LogitsWanted::Last => b.slice_rows(&x, b.rows(&x) - 1, 1),
+            LogitsWanted::All => x,
+        };
+        let x = b.rmsnorm(&x, &self.final_norm, eps, zc);
+        let head = self.head.as_ref().unwrap_or(&self.embed);
+        b.to_host(&b.linear(&x, head, None))
+    }
+}
