@@ -34,7 +34,7 @@ fn check(dir: &Path) {
     let files = open_model(&ModelLocation::HfDir(dir.to_path_buf())).unwrap();
     match files.config.architecture {
         Architecture::Llama => check_model(dir, &files, &Llama::load(&CpuBackend, &files).unwrap()),
-        Architecture::Qwen35 => {
+        Architecture::Qwen35 | Architecture::Qwen35Moe => {
             check_model(dir, &files, &Qwen35::load(&CpuBackend, &files).unwrap())
         }
         a => panic!("no tiny fixture path for {a:?}"),
@@ -115,4 +115,9 @@ fn tiny_qwen35_dense_hv_hk_2() {
 #[test]
 fn tiny_qwen35_dense_hv_hk_3() {
     check(&fixture("qwen35_r3"));
+}
+
+#[test]
+fn tiny_qwen35_moe() {
+    check(&fixture("qwen35_moe"));
 }

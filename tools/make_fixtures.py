@@ -118,8 +118,8 @@ def tiny_llama(name, cfg_over, seed, family="llama", embed_scale=8.0):
                    "bos_token": None, "model_max_length": 2048}, f, indent=1)
     cfg = dict(
         vocab_size=tk.get_vocab_size(),
-        hidden_size=128,
-        intermediate_size=256,
+        hidden_size=64,
+        intermediate_size=128,
         num_hidden_layers=4,
         num_attention_heads=4,
         num_key_value_heads=2,
@@ -159,8 +159,8 @@ def tiny_llama(name, cfg_over, seed, family="llama", embed_scale=8.0):
 
 
 @torch.no_grad()
-def tiny_qwen35(name, cfg_over, seed):
-    """A dense Qwen3.5 text model (GDN + gated attention), flat qwen3_5_text config."""
+def tiny_qwen35(name, cfg_over, seed, moe=False):
+    """A Qwen3.5 text model (GDN + gated attention; dense or MoE), flat *_text config."""
     import transformers
 
     out = os.path.join(ROOT, "tests", "fixtures", "tiny", name)
@@ -171,8 +171,8 @@ def tiny_qwen35(name, cfg_over, seed):
                    "bos_token": None, "model_max_length": 2048}, f, indent=1)
     cfg = dict(
         vocab_size=tk.get_vocab_size(),
-        hidden_size=128,
-        intermediate_size=256,
+        hidden_size=64,
+        intermediate_size=128,
         num_hidden_layers=4,
         num_attention_heads=4,
         num_key_value_heads=2,
@@ -189,9 +189,17 @@ def tiny_qwen35(name, cfg_over, seed):
         tie_word_embeddings=False,
         eos_token_id=0,
     )
+    if moe:
+        del cfg["intermediate_size"]
+        cfg.update(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=48,
+                   shared_expert_intermediate_size=64)
     cfg.update(cfg_over)
     torch.manual_seed(seed)
-    model = transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(**cfg)).float().eval()
+    if moe:
+        conf, cls = transformers.Qwen3_5MoeTextConfig, transformers.Qwen3_5MoeForCausalLM
+    else:
+        conf, cls = transformers.Qwen3_5TextConfig, transformers.Qwen3_5ForCausalLM
+    model = cls(conf(**cfg)).float().eval()
     for n, p in model.named_parameters():
         if n.endswith("A_log") or n.endswith("dt_bias"):
             p.copy_(0.5 * torch.randn_like(p))
@@ -202,6 +210,8 @@ def tiny_qwen35(name, cfg_over, seed):
         else:
             p.copy_(torch.randn_like(p) * (0.6 / p.shape[-1] ** 0.5) * (4 if "embed" in n else 1))
     model.save_pretrained(out, safe_serialization=True)
+    if moe:
+        fuse_experts(os.path.join(out, "model.safetensors"), cfg["num_experts"])
     text = passage_bytes(400).decode("utf-8")
     ids = tk.encode(text).ids[:48]
     logits = model(torch.tensor([ids])).logits[0].float().numpy()
@@ -215,9 +225,27 @@ def tiny_qwen35(name, cfg_over, seed):
     print("%s: %d prompt tokens, greedy %s" % (name, len(ids), cont))
 
 
+def fuse_experts(path, n_experts):
+    """Rewrites per-expert tensors (as save_pretrained writes them) in the fused layout of
+    the published Qwen3.5-MoE checkpoints: experts.gate_up_proj [E, 2I, H] (gate rows
+    first) and experts.down_proj [E, H, I]."""
+    from safetensors.torch import load_file, save_file
+
+    t = load_file(path)
+    layers = sorted({k.split(".mlp.experts.")[0] for k in t if ".mlp.experts." in k})
+    for p in layers:
+        e = "%s.mlp.experts." % p
+        gu = torch.stack([torch.cat([t.pop("%s%d.gate_proj.weight" % (e, i)),
+                                     t.pop("%s%d.up_proj.weight" % (e, i))]) for i in range(n_experts)])
+        dn = torch.stack([t.pop("%s%d.down_proj.weight" % (e, i)) for i in range(n_experts)])
+        t[e + "gate_up_proj"] = gu.contiguous()
+        t[e + "down_proj"] = dn.contiguous()
+    save_file(t, path, metadata={"format": "pt"})
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "qwen35", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "qwen35", "qwen35moe", "all"])
     ap.add_argument("--gguf", default=os.path.expanduser("~/.cache/ninfer/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--passage-bytes", type=int, default=320)
     a = ap.parse_args()
@@ -231,6 +259,11 @@ def main():
         # HV/HK = 3, default schedule (GDN x3, attention), dv != dk.
         tiny_qwen35("qwen35_r3", {"linear_num_key_heads": 2, "linear_num_value_heads": 6,
                                   "linear_value_head_dim": 24}, seed=4)
+    if a.what in ("qwen35moe", "all"):
+        # 8 experts, top 2, shared expert; HV/HK = 2.
+        tiny_qwen35("qwen35_moe", {"layer_types": ["linear_attention", "full_attention",
+                                                   "linear_attention", "full_attention"]},
+                    seed=5, moe=True)
     if a.what in ("tiny", "all"):
         tiny_llama("llama", {}, seed=1)
         # Qwen3 dense: q/k norms, biases, tied head, a non-default theta.

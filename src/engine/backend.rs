@@ -136,6 +136,12 @@ pub trait Backend: Clone + Send + Sync {
         a: &Self::Act,
         b: &Self::Act,
     ) -> Self::Act;
+    /// A `[rows, cols]` matrix of zeros.
+    fn zeros(&self, rows: usize, cols: usize) -> Self::Act;
+    /// The rows of `x` listed in `rows`, in that order (MoE dispatch).
+    fn gather_rows(&self, x: &Self::Act, rows: &[usize]) -> Self::Act;
+    /// `out[rows[i]] += scale[i] * x[i]` for every row `i` of `x` (MoE combine).
+    fn scatter_add_rows(&self, out: &mut Self::Act, x: &Self::Act, rows: &[usize], scale: &[f32]);
     /// Row-wise softmax (f64 accumulation).
     fn softmax(&self, x: &Self::Act) -> Self::Act;
 }

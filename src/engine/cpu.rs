@@ -414,6 +414,33 @@ impl Backend for CpuBackend {
         Mat::new(t, d.value_dim(), y)
     }
 
+    fn zeros(&self, rows: usize, cols: usize) -> Mat {
+        Mat::new(rows, cols, vec![0.0; rows * cols])
+    }
+
+    fn gather_rows(&self, x: &Mat, rows: &[usize]) -> Mat {
+        let mut data = Vec::with_capacity(rows.len() * x.cols);
+        for &r in rows {
+            data.extend_from_slice(x.row(r));
+        }
+        Mat::new(rows.len(), x.cols, data)
+    }
+
+    fn scatter_add_rows(&self, out: &mut Mat, x: &Mat, rows: &[usize], scale: &[f32]) {
+        assert_eq!(out.cols, x.cols, "scatter_add_rows: widths differ");
+        assert_eq!(
+            (rows.len(), scale.len()),
+            (x.rows, x.rows),
+            "scatter_add_rows: counts"
+        );
+        let c = out.cols;
+        for (i, (&r, &s)) in rows.iter().zip(scale).enumerate() {
+            for (o, v) in out.data[r * c..(r + 1) * c].iter_mut().zip(x.row(i)) {
+                *o += s * v;
+            }
+        }
+    }
+
     fn softmax(&self, x: &Mat) -> Mat {
         let mut out = x.data.clone();
         out.par_chunks_mut(x.cols).for_each(softmax_in_place);

@@ -1,10 +1,10 @@
-//! Qwen3.5/3.6 dense (MODEL_SPEC sections 2-6): Gated DeltaNet layers and gated full
+//! Qwen3.5/3.6 dense and MoE (MODEL_SPEC sections 2-6): Gated DeltaNet layers and gated full
 //! attention layers per `layer_types`, SwiGLU MLP, zero-centred RMSNorms (plain weight for
 //! the GDN output norm), partial NeoX RoPE.
 
 use super::{tensor_f32, ArchError, CausalLm, LogitsWanted};
 use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
-use crate::model::{ModelConfig, ModelFiles};
+use crate::model::{Architecture, ModelConfig, ModelFiles};
 use crate::ops::gdn::{GdnDims, StateType};
 use crate::ops::rmsnorm::NormWeight;
 
@@ -27,16 +27,69 @@ enum Mixer<B: Backend> {
     },
 }
 
-struct Layer<B: Backend> {
-    input_norm: B::Vector,
-    mixer: Mixer<B>,
-    post_norm: B::Vector,
+/// A SwiGLU MLP: `down(silu(gate x) * up x)`.
+struct Mlp<B: Backend> {
     gate: B::Linear,
     up: B::Linear,
     down: B::Linear,
 }
 
-/// A dense Qwen3.5 text model on backend `B`.
+enum Ffn<B: Backend> {
+    Dense(Mlp<B>),
+    /// Sparse MoE (MODEL_SPEC section 6): softmax router over all experts, top-k,
+    /// renormalised; plus a sigmoid-gated shared expert.
+    Moe {
+        router: B::Linear,
+        experts: Vec<Mlp<B>>,
+        top_k: usize,
+        renormalize: bool,
+        shared: Option<(Mlp<B>, B::Linear)>,
+    },
+}
+
+struct Layer<B: Backend> {
+    input_norm: B::Vector,
+    mixer: Mixer<B>,
+    post_norm: B::Vector,
+    ffn: Ffn<B>,
+}
+
+fn mlp<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act) -> B::Act {
+    let g = b.linear(x, &m.gate, None);
+    let u = b.linear(x, &m.up, None);
+    b.linear(&b.swiglu(&g, &u), &m.down, None)
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Top-k experts of each row of router logits `[T, E]`: softmax, k largest (ties to the
+/// lower index), optionally renormalised to sum 1. Returns per expert `(rows, weights)`.
+pub fn route(
+    logits: &[f32],
+    n_experts: usize,
+    top_k: usize,
+    renormalize: bool,
+) -> Vec<(Vec<usize>, Vec<f32>)> {
+    let mut per = vec![(Vec::new(), Vec::new()); n_experts];
+    for (t, row) in logits.chunks(n_experts).enumerate() {
+        let mut p = row.to_vec();
+        crate::engine::cpu::softmax_in_place(&mut p);
+        let mut idx: Vec<usize> = (0..n_experts).collect();
+        idx.sort_by(|&a, &c| p[c].total_cmp(&p[a]).then(a.cmp(&c)));
+        idx.truncate(top_k);
+        let sum: f32 = idx.iter().map(|&e| p[e]).sum();
+        for &e in &idx {
+            let w = if renormalize { p[e] / sum } else { p[e] };
+            per[e].0.push(t);
+            per[e].1.push(w);
+        }
+    }
+    per
+}
+
+/// A Qwen3.5 text model (dense or MoE) on backend `B`.
 pub struct Qwen35<B: Backend> {
     backend: B,
     config: ModelConfig,
@@ -62,7 +115,7 @@ impl<B: Backend> Qwen35<B> {
     /// Decodes the weights of `files` (HF safetensors naming) and uploads them to `b`.
     pub fn load(b: &B, files: &ModelFiles) -> Result<Self, ArchError> {
         let c = &files.config;
-        if c.moe.is_some() {
+        if c.architecture == Architecture::Qwen3Next {
             return Err(ArchError::Unsupported {
                 arch: c.architecture,
             });
@@ -118,13 +171,79 @@ impl<B: Backend> Qwen35<B> {
                     out_proj: lin(&format!("{la}out_proj.weight"))?,
                 }
             };
+            let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
+                Ok(Mlp {
+                    gate: lin(&format!("{q}gate_proj.weight"))?,
+                    up: lin(&format!("{q}up_proj.weight"))?,
+                    down: lin(&format!("{q}down_proj.weight"))?,
+                })
+            };
+            let ffn = match &c.moe {
+                Some(moe) if !moe.mlp_only_layers.contains(&i) => {
+                    let (e_n, inter, h) =
+                        (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
+                    let fused = format!("{p}mlp.experts.gate_up_proj");
+                    let experts = if w.tensor(&fused).is_some() {
+                        // [E, 2I, H] (gate rows first) and [E, H, I].
+                        let gu = raw(&fused)?;
+                        let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
+                        if gu.len() != e_n * 2 * inter * h || dn.len() != e_n * h * inter {
+                            return Err(ArchError::Weight {
+                                name: fused,
+                                problem: "fused expert tensors do not match the config".into(),
+                            });
+                        }
+                        (0..e_n)
+                            .map(|e| {
+                                let g0 = e * 2 * inter * h;
+                                Mlp {
+                                    gate: b.linear_from_f32(
+                                        inter,
+                                        h,
+                                        gu[g0..g0 + inter * h].to_vec(),
+                                    ),
+                                    up: b.linear_from_f32(
+                                        inter,
+                                        h,
+                                        gu[g0 + inter * h..g0 + 2 * inter * h].to_vec(),
+                                    ),
+                                    down: b.linear_from_f32(
+                                        h,
+                                        inter,
+                                        dn[e * h * inter..(e + 1) * h * inter].to_vec(),
+                                    ),
+                                }
+                            })
+                            .collect()
+                    } else {
+                        (0..e_n)
+                            .map(|e| dense(&format!("{p}mlp.experts.{e}.")))
+                            .collect::<Result<Vec<_>, _>>()?
+                    };
+                    let shared = if moe.shared_expert_intermediate_size > 0 {
+                        Some((
+                            dense(&format!("{p}mlp.shared_expert."))?,
+                            lin(&format!("{p}mlp.shared_expert_gate.weight"))?,
+                        ))
+                    } else {
+                        None
+                    };
+                    Ffn::Moe {
+                        router: lin(&format!("{p}mlp.gate.weight"))?,
+                        experts,
+                        top_k: moe.num_experts_per_tok,
+                        renormalize: c.architecture == Architecture::Qwen35Moe
+                            || moe.norm_topk_prob,
+                        shared,
+                    }
+                }
+                _ => Ffn::Dense(dense(&format!("{p}mlp."))?),
+            };
             layers.push(Layer {
                 input_norm: vec(&format!("{p}input_layernorm.weight"))?,
                 mixer,
                 post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
-                gate: lin(&format!("{p}mlp.gate_proj.weight"))?,
-                up: lin(&format!("{p}mlp.up_proj.weight"))?,
-                down: lin(&format!("{p}mlp.down_proj.weight"))?,
+                ffn,
             });
         }
         let head = if w.tensor("lm_head.weight").is_some() {
@@ -236,10 +355,42 @@ impl<B: Backend> CausalLm<B> for Qwen35<B> {
             };
             b.add_assign(&mut x, &o);
             let h = b.rmsnorm(&x, &l.post_norm, eps, zc);
-            let g = b.linear(&h, &l.gate, None);
-            let u = b.linear(&h, &l.up, None);
-            let m = b.linear(&b.swiglu(&g, &u), &l.down, None);
-            b.add_assign(&mut x, &m);
+            match &l.ffn {
+                Ffn::Dense(m) => {
+                    let y = mlp(b, m, &h);
+                    b.add_assign(&mut x, &y);
+                }
+                Ffn::Moe {
+                    router,
+                    experts,
+                    top_k,
+                    renormalize,
+                    shared,
+                } => {
+                    let t = b.rows(&h);
+                    let logits = b.to_host(&b.linear(&h, router, None));
+                    for (e, (rows, wts)) in route(&logits, experts.len(), *top_k, *renormalize)
+                        .iter()
+                        .enumerate()
+                    {
+                        if rows.is_empty() {
+                            continue;
+                        }
+                        let y = mlp(b, &experts[e], &b.gather_rows(&h, rows));
+                        b.scatter_add_rows(&mut x, &y, rows, wts);
+                    }
+                    if let Some((m, gate)) = shared {
+                        let y = mlp(b, m, &h);
+                        let g: Vec<f32> = b
+                            .to_host(&b.linear(&h, gate, None))
+                            .into_iter()
+                            .map(sigmoid)
+                            .collect();
+                        let rows: Vec<usize> = (0..t).collect();
+                        b.scatter_add_rows(&mut x, &y, &rows, &g);
+                    }
+                }
+            }
         }
         b.kv_advance(&mut state.kv, ids.len());
         let x = match want {
