@@ -108,3 +108,33 @@ fn smollm2_matches_transformers() {
     ours.extend(g.tokens);
     assert_eq!(ours, want_greedy, "greedy continuation");
 }
+
+/// Streaming decode: pieces never hold half a character, and they add up to the full text,
+/// for text whose multi-byte characters the byte-level BPE splits across tokens.
+#[test]
+fn streaming_text_handles_split_characters() {
+    use ninfer::engine::generate::TextStream;
+    let files = ninfer::model::load_model(None).expect("the default model");
+    let tok = &files.tokenizer;
+    let text = "Grüße aus Köln: 世界 🎉🦀 — naïve café, ünïcödé 東京タワー!";
+    let ids = tok.encode(text, false).unwrap();
+    // Some token must decode to an incomplete character on its own, or the test is moot.
+    let split = ids
+        .iter()
+        .filter(|&&id| tok.decode(&[id], false).unwrap().contains('\u{FFFD}'))
+        .count();
+    assert!(split > 0, "no token of the sample splits a character");
+    let mut stream = TextStream::new(tok, false);
+    let mut out = String::new();
+    for &id in &ids {
+        let piece = stream.push(id).unwrap();
+        assert!(
+            !piece.contains('\u{FFFD}'),
+            "piece {piece:?} holds a broken character"
+        );
+        out += &piece;
+    }
+    out += &stream.finish().unwrap();
+    assert_eq!(out, tok.decode(&ids, false).unwrap());
+    assert_eq!(out, text);
+}
