@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use ninfer::engine::generate::{argmax, generate, GenerateOptions, Sampling};
 use ninfer::engine::CpuBackend;
-use ninfer::model::arch::{CausalLm, Llama, LogitsWanted, Qwen35};
-use ninfer::model::{open_model, Architecture, ModelFiles, ModelLocation};
+use ninfer::model::arch::{CausalLm, LogitsWanted};
+use ninfer::model::{open_model, ModelFiles, ModelLocation};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -32,13 +32,8 @@ fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
 
 fn check(dir: &Path) {
     let files = open_model(&ModelLocation::HfDir(dir.to_path_buf())).unwrap();
-    match files.config.architecture {
-        Architecture::Llama => check_model(dir, &files, &Llama::load(&CpuBackend, &files).unwrap()),
-        Architecture::Qwen35 | Architecture::Qwen35Moe => {
-            check_model(dir, &files, &Qwen35::load(&CpuBackend, &files).unwrap())
-        }
-        a => panic!("no tiny fixture path for {a:?}"),
-    }
+    let model = ninfer::model::arch::load(&CpuBackend, &files).unwrap();
+    check_model(dir, &files, &model);
 }
 
 fn check_model<M: CausalLm<CpuBackend>>(dir: &Path, files: &ModelFiles, model: &M) {
@@ -120,4 +115,9 @@ fn tiny_qwen35_dense_hv_hk_3() {
 #[test]
 fn tiny_qwen35_moe() {
     check(&fixture("qwen35_moe"));
+}
+
+#[test]
+fn tiny_qwen3_next() {
+    check(&fixture("qwen3_next"));
 }

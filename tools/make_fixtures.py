@@ -159,7 +159,7 @@ def tiny_llama(name, cfg_over, seed, family="llama", embed_scale=8.0):
 
 
 @torch.no_grad()
-def tiny_qwen35(name, cfg_over, seed, moe=False):
+def tiny_qwen35(name, cfg_over, seed, moe=False, next_=False):
     """A Qwen3.5 text model (GDN + gated attention; dense or MoE), flat *_text config."""
     import transformers
 
@@ -189,13 +189,16 @@ def tiny_qwen35(name, cfg_over, seed, moe=False):
         tie_word_embeddings=False,
         eos_token_id=0,
     )
-    if moe:
-        del cfg["intermediate_size"]
+    if moe or next_:
+        if not next_:
+            del cfg["intermediate_size"]
         cfg.update(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=48,
                    shared_expert_intermediate_size=64)
     cfg.update(cfg_over)
     torch.manual_seed(seed)
-    if moe:
+    if next_:
+        conf, cls = transformers.Qwen3NextConfig, transformers.Qwen3NextForCausalLM
+    elif moe:
         conf, cls = transformers.Qwen3_5MoeTextConfig, transformers.Qwen3_5MoeForCausalLM
     else:
         conf, cls = transformers.Qwen3_5TextConfig, transformers.Qwen3_5ForCausalLM
@@ -245,7 +248,7 @@ def fuse_experts(path, n_experts):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "qwen35", "qwen35moe", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "qwen35", "qwen35moe", "qwen3next", "all"])
     ap.add_argument("--gguf", default=os.path.expanduser("~/.cache/ninfer/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--passage-bytes", type=int, default=320)
     a = ap.parse_args()
@@ -264,6 +267,13 @@ def main():
         tiny_qwen35("qwen35_moe", {"layer_types": ["linear_attention", "full_attention",
                                                    "linear_attention", "full_attention"]},
                     seed=5, moe=True)
+    if a.what in ("qwen3next", "all"):
+        # Fused, per-key-head-grouped GDN projections; HV/HK = 3; layer 0 dense
+        # (mlp_only_layers), the rest MoE without top-k renormalisation.
+        tiny_qwen35("qwen3_next", {"linear_num_key_heads": 2, "linear_num_value_heads": 6,
+                                   "linear_value_head_dim": 24, "mlp_only_layers": [0],
+                                   "norm_topk_prob": False},
+                    seed=6, next_=True)
     if a.what in ("tiny", "all"):
         tiny_llama("llama", {}, seed=1)
         # Qwen3 dense: q/k norms, biases, tied head, a non-default theta.

@@ -102,10 +102,65 @@ pub fn tensor_f32(weights: &Weights, name: &str) -> Result<(Vec<usize>, Vec<f32>
     Ok((t.shape.clone(), values))
 }
 
-/// Loads the model in `files` on backend `b` (llama family only so far).
-pub fn load_llama<B: Backend>(b: &B, files: &ModelFiles) -> Result<Llama<B>, ArchError> {
-    match files.config.architecture {
-        Architecture::Llama => Llama::load(b, files),
-        arch => Err(ArchError::Unsupported { arch }),
+/// Any supported architecture, behind one [`CausalLm`] (what the CLI runs).
+pub enum Model<B: Backend> {
+    Llama(Llama<B>),
+    Qwen35(Qwen35<B>),
+}
+
+/// The state of a [`Model`]'s sequence.
+pub enum ModelState<B: Backend> {
+    Llama(llama::LlamaState<B>),
+    Qwen35(qwen35::Qwen35State<B>),
+}
+
+/// Loads the model in `files` on backend `b`: llama family (llama, qwen3 dense) or the
+/// qwen35 families (Qwen3.5/3.6 dense and MoE, Qwen3-Next). MTP weights are not loaded.
+pub fn load<B: Backend>(b: &B, files: &ModelFiles) -> Result<Model<B>, ArchError> {
+    Ok(match files.config.architecture {
+        Architecture::Llama => Model::Llama(Llama::load(b, files)?),
+        Architecture::Qwen35 | Architecture::Qwen35Moe | Architecture::Qwen3Next => {
+            Model::Qwen35(Qwen35::load(b, files)?)
+        }
+    })
+}
+
+impl<B: Backend> Model<B> {
+    pub fn config(&self) -> &crate::model::ModelConfig {
+        match self {
+            Model::Llama(m) => m.config(),
+            Model::Qwen35(m) => m.config(),
+        }
+    }
+}
+
+impl<B: Backend> CausalLm<B> for Model<B> {
+    type State = ModelState<B>;
+
+    fn new_state(&self) -> ModelState<B> {
+        match self {
+            Model::Llama(m) => ModelState::Llama(m.new_state()),
+            Model::Qwen35(m) => ModelState::Qwen35(m.new_state()),
+        }
+    }
+
+    fn position(&self, state: &ModelState<B>) -> usize {
+        match (self, state) {
+            (Model::Llama(m), ModelState::Llama(s)) => m.position(s),
+            (Model::Qwen35(m), ModelState::Qwen35(s)) => m.position(s),
+            _ => panic!("a state from another model"),
+        }
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size
+    }
+
+    fn forward(&self, state: &mut ModelState<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
+        match (self, state) {
+            (Model::Llama(m), ModelState::Llama(s)) => m.forward(s, ids, want),
+            (Model::Qwen35(m), ModelState::Qwen35(s)) => m.forward(s, ids, want),
+            _ => panic!("a state from another model"),
+        }
     }
 }

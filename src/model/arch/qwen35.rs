@@ -1,4 +1,5 @@
-//! Qwen3.5/3.6 dense and MoE (MODEL_SPEC sections 2-6): Gated DeltaNet layers and gated full
+//! Qwen3.5/3.6 dense and MoE, and Qwen3-Next (fused GDN projections de-grouped at load)
+//! (MODEL_SPEC sections 2-6): Gated DeltaNet layers and gated full
 //! attention layers per `layer_types`, SwiGLU MLP, zero-centred RMSNorms (plain weight for
 //! the GDN output norm), partial NeoX RoPE.
 
@@ -64,6 +65,38 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
+/// Undoes Qwen3-Next's per-key-head grouping of `in_proj_qkvz [2*key_dim + 2*value_dim, H]`
+/// (group g: `q(dk), k(dk), v(r*dv), z(r*dv)` rows) and `in_proj_ba [2*HV, H]` (group g:
+/// `b(r), a(r)`), giving Qwen3.5's `in_proj_qkv` (all q, all k, all v), `in_proj_z`,
+/// `in_proj_b` and `in_proj_a`, row-major `[rows, H]`.
+pub fn degroup_qwen3_next(
+    d: &GdnDims,
+    h: usize,
+    qkvz: &[f32],
+    ba: &[f32],
+) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let r = d.hv / d.hk;
+    let (dk, vr) = (d.dk, r * d.dv);
+    let group = 2 * dk + 2 * vr;
+    assert_eq!(qkvz.len(), d.hk * group * h, "in_proj_qkvz size");
+    assert_eq!(ba.len(), 2 * d.hv * h, "in_proj_ba size");
+    let rows = |m: &[f32], start: usize, n: usize| m[start * h..(start + n) * h].to_vec();
+    let (mut q, mut k, mut v, mut z) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bw, mut aw) = (Vec::new(), Vec::new());
+    for g in 0..d.hk {
+        let o = g * group;
+        q.extend(rows(qkvz, o, dk));
+        k.extend(rows(qkvz, o + dk, dk));
+        v.extend(rows(qkvz, o + 2 * dk, vr));
+        z.extend(rows(qkvz, o + 2 * dk + vr, vr));
+        bw.extend(rows(ba, g * 2 * r, r));
+        aw.extend(rows(ba, g * 2 * r + r, r));
+    }
+    q.extend(k);
+    q.extend(v);
+    (q, z, bw, aw)
+}
+
 /// Top-k experts of each row of router logits `[T, E]`: softmax, k largest (ties to the
 /// lower index), optionally renormalised to sum 1. Returns per expert `(rows, weights)`.
 pub fn route(
@@ -115,11 +148,6 @@ impl<B: Backend> Qwen35<B> {
     /// Decodes the weights of `files` (HF safetensors naming) and uploads them to `b`.
     pub fn load(b: &B, files: &ModelFiles) -> Result<Self, ArchError> {
         let c = &files.config;
-        if c.architecture == Architecture::Qwen3Next {
-            return Err(ArchError::Unsupported {
-                arch: c.architecture,
-            });
-        }
         let w = &files.weights;
         let lin = |name: &str| -> Result<B::Linear, ArchError> {
             let (shape, v) = tensor_f32(w, name)?;
@@ -155,11 +183,33 @@ impl<B: Backend> Qwen35<B> {
                     arch: c.architecture,
                 })?;
                 let la = format!("{p}linear_attn.");
+                let (in_qkv, in_z, in_b, in_a) = if c.architecture == Architecture::Qwen3Next {
+                    let (qkv, z, bw, aw) = degroup_qwen3_next(
+                        &d,
+                        c.hidden_size,
+                        &raw(&format!("{la}in_proj_qkvz.weight"))?,
+                        &raw(&format!("{la}in_proj_ba.weight"))?,
+                    );
+                    let h = c.hidden_size;
+                    (
+                        b.linear_from_f32(d.conv_dim(), h, qkv),
+                        b.linear_from_f32(d.value_dim(), h, z),
+                        b.linear_from_f32(d.hv, h, bw),
+                        b.linear_from_f32(d.hv, h, aw),
+                    )
+                } else {
+                    (
+                        lin(&format!("{la}in_proj_qkv.weight"))?,
+                        lin(&format!("{la}in_proj_z.weight"))?,
+                        lin(&format!("{la}in_proj_b.weight"))?,
+                        lin(&format!("{la}in_proj_a.weight"))?,
+                    )
+                };
                 Mixer::Gdn {
-                    in_qkv: lin(&format!("{la}in_proj_qkv.weight"))?,
-                    in_z: lin(&format!("{la}in_proj_z.weight"))?,
-                    in_b: lin(&format!("{la}in_proj_b.weight"))?,
-                    in_a: lin(&format!("{la}in_proj_a.weight"))?,
+                    in_qkv,
+                    in_z,
+                    in_b,
+                    in_a,
                     params: b.gdn_weights(
                         d,
                         raw(&format!("{la}conv1d.weight"))?,
@@ -179,7 +229,10 @@ impl<B: Backend> Qwen35<B> {
                 })
             };
             let ffn = match &c.moe {
-                Some(moe) if !moe.mlp_only_layers.contains(&i) => {
+                Some(moe)
+                    if !moe.mlp_only_layers.contains(&i)
+                        && (i + 1) % moe.decoder_sparse_step.max(1) == 0 =>
+                {
                     let (e_n, inter, h) =
                         (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
                     let fused = format!("{p}mlp.experts.gate_up_proj");
