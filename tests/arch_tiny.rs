@@ -121,3 +121,52 @@ fn tiny_qwen35_moe() {
 fn tiny_qwen3_next() {
     check(&fixture("qwen3_next"));
 }
+
+/// Sampled generation through a model: reproducible for a seed, different across seeds,
+/// stops at a stop id, and top-k 1 equals greedy.
+#[test]
+fn sampled_generation_on_a_tiny_model() {
+    use ninfer::engine::generate::StopReason;
+    let dir = fixture("qwen35_r2");
+    let files = open_model(&ModelLocation::HfDir(dir.clone())).unwrap();
+    let model = ninfer::model::arch::load(&CpuBackend, &files).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+            .unwrap();
+    let prompt = ids(&r["ids"]);
+    let run = |sampling: Sampling, stop_ids: Vec<u32>| {
+        let mut st = model.new_state();
+        let opts = GenerateOptions {
+            max_new_tokens: 24,
+            sampling,
+            stop_ids,
+        };
+        generate(&model, &mut st, &prompt, &opts, |_| true)
+    };
+    let s = |seed| Sampling {
+        temperature: 1.5,
+        top_k: 50,
+        top_p: 0.95,
+        seed,
+    };
+    let a = run(s(1), vec![]);
+    assert_eq!(a.tokens.len(), 24);
+    assert_eq!(a, run(s(1), vec![]));
+    assert_ne!(a.tokens, run(s(2), vec![]).tokens);
+    // Stopping on the 5th sampled token: the output is the 4 before it.
+    let stop = a.tokens[4];
+    let first = a.tokens.iter().position(|&t| t == stop).unwrap();
+    let b = run(s(1), vec![stop]);
+    assert_eq!(b.reason, StopReason::StopToken);
+    assert_eq!(b.stop_token, Some(stop));
+    assert_eq!(b.tokens, a.tokens[..first]);
+    // top-k 1 is greedy.
+    let greedy = ids(&r["greedy"]);
+    let k1 = Sampling {
+        temperature: 0.8,
+        top_k: 1,
+        top_p: 1.0,
+        seed: 3,
+    };
+    assert_eq!(run(k1, vec![]).tokens, greedy[..24]);
+}
