@@ -170,3 +170,49 @@ fn sampled_generation_on_a_tiny_model() {
     };
     assert_eq!(run(k1, vec![]).tokens, greedy[..24]);
 }
+
+/// The MTP layer (random `mtp.*` weights added to the qwen35_r2 fixture) against a reference
+/// composed from transformers' own Qwen3.5 modules (tools/make_fixtures.py, `add_mtp`),
+/// in one block and in two chunks through its KV cache.
+#[test]
+fn tiny_qwen35_mtp() {
+    use ninfer::model::arch::Qwen35;
+    let dir = fixture("qwen35_r2");
+    let files = open_model(&ModelLocation::HfDir(dir.clone())).unwrap();
+    let model = Qwen35::load(&CpuBackend, &files).unwrap();
+    assert!(model.has_mtp());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+            .unwrap();
+    let prompt = ids(&r["ids"]);
+    let greedy = ids(&r["greedy"]);
+    let vocab = r["vocab"].as_u64().unwrap() as usize;
+    let reference: Vec<f32> = std::fs::read(dir.join("mtp_logits.bin"))
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(reference.len(), prompt.len() * vocab);
+    let mut next = prompt[1..].to_vec();
+    next.push(greedy[0]);
+
+    let mut st = model.new_state();
+    let (_, hidden) = model.forward_with_hidden(&mut st, &prompt, LogitsWanted::All);
+    let mut mst = model.new_mtp_state();
+    let got = model.mtp_forward(&mut mst, &hidden, &next);
+    let e = rel_l2(&got, &reference);
+    println!("mtp rel L2 {e:.3e}");
+    assert!(e < 1e-4, "mtp relative L2 {e:.3e}");
+
+    use ninfer::engine::Backend;
+    let b = CpuBackend;
+    let mut mst = model.new_mtp_state();
+    let mut chunked = model.mtp_forward(&mut mst, &b.slice_rows(&hidden, 0, 20), &next[..20]);
+    chunked.extend(model.mtp_forward(
+        &mut mst,
+        &b.slice_rows(&hidden, 20, prompt.len() - 20),
+        &next[20..],
+    ));
+    let e2 = rel_l2(&chunked, &reference);
+    assert!(e2 < 1e-4, "chunked mtp relative L2 {e2:.3e}");
+}

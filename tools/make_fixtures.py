@@ -246,6 +246,64 @@ def fuse_experts(path, n_experts):
     save_file(t, path, metadata={"format": "pt"})
 
 
+@torch.no_grad()
+def add_mtp(name, seed):
+    """Adds random MTP weights (mtp.*, one full-attention block) to a dense qwen35 fixture
+    and a reference MTP forward composed from transformers' own modules per MODEL_SPEC
+    section 7: x_t = fc(cat(norm_e(embed(tok_{t+1})), norm_h(h_t))), h_t the main model's
+    post-final-norm hidden state; one decoder block (causal, RoPE position t); mtp.norm;
+    the shared head. Writes mtp_logits.bin [T, vocab] for the prompt (tok_{T} = the first
+    greedy token)."""
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    out = os.path.join(ROOT, "tests", "fixtures", "tiny", name)
+    with open(os.path.join(out, "config.json")) as f:
+        cj = json.load(f)
+    cfg = transformers.Qwen3_5TextConfig.from_pretrained(out)
+    model = transformers.Qwen3_5ForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
+    attn_idx = cfg.layer_types.index("full_attention")
+    torch.manual_seed(seed)
+    h = cfg.hidden_size
+    block = transformers.models.qwen3_5.modeling_qwen3_5.Qwen3_5DecoderLayer(cfg, attn_idx).float().eval()
+    Norm = transformers.models.qwen3_5.modeling_qwen3_5.Qwen3_5RMSNorm
+    norm_e, norm_h, norm_f = (Norm(h, eps=cfg.rms_norm_eps) for _ in range(3))
+    fc = torch.nn.Linear(2 * h, h, bias=False)
+    mods = {"mtp.layers.0.": block, "mtp.pre_fc_norm_embedding.": norm_e,
+            "mtp.pre_fc_norm_hidden.": norm_h, "mtp.norm.": norm_f, "mtp.fc.": fc}
+    tensors = load_file(os.path.join(out, "model.safetensors"))
+    for prefix, m in mods.items():
+        for n, p in m.named_parameters():
+            if p.dim() == 1:
+                p.copy_(0.2 * torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) * (0.6 / p.shape[-1] ** 0.5))
+            tensors[prefix + n] = p.detach().clone().contiguous()
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    cj["mtp_num_hidden_layers"] = 1
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cj, f, indent=2)
+    with open(os.path.join(out, "reference.json")) as f:
+        ref = json.load(f)
+    ids = ref["ids"]
+    hidden = {}
+    hook = model.model.norm.register_forward_hook(lambda m, i, o: hidden.__setitem__("h", o))
+    model(torch.tensor([ids]))
+    hook.remove()
+    hs = hidden["h"]  # [1, T, H], post-final-norm
+    nxt = torch.tensor([ids[1:] + [ref["greedy"][0]]])
+    e = model.model.embed_tokens(nxt)
+    x = fc(torch.cat([norm_e(e), norm_h(hs)], dim=-1))
+    t = len(ids)
+    pos = torch.arange(t)[None]
+    pe = model.model.rotary_emb(x, pos)
+    mask = torch.full((t, t), float("-inf")).triu(1)[None, None]
+    x = block(x, position_embeddings=pe, attention_mask=mask, position_ids=pos)
+    logits = model.lm_head(norm_f(x))[0].float().numpy()
+    write_f32(os.path.join(out, "mtp_logits.bin"), logits)
+    print("%s: MTP reference for %d positions" % (name, t))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "qwen35", "qwen35moe", "qwen3next", "all"])
@@ -274,6 +332,8 @@ def main():
                                    "linear_value_head_dim": 24, "mlp_only_layers": [0],
                                    "norm_topk_prob": False},
                     seed=6, next_=True)
+    if a.what in ("qwen35", "all"):
+        add_mtp("qwen35_r2", seed=7)
     if a.what in ("tiny", "all"):
         tiny_llama("llama", {}, seed=1)
         # Qwen3 dense: q/k norms, biases, tied head, a non-default theta.

@@ -136,6 +136,8 @@ pub trait Backend: Clone + Send + Sync {
         a: &Self::Act,
         b: &Self::Act,
     ) -> Self::Act;
+    /// `[a | b]` side by side (same rows).
+    fn concat_cols(&self, a: &Self::Act, b: &Self::Act) -> Self::Act;
     /// A `[rows, cols]` matrix of zeros.
     fn zeros(&self, rows: usize, cols: usize) -> Self::Act;
     /// The rows of `x` listed in `rows`, in that order (MoE dispatch).

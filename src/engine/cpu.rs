@@ -414,6 +414,16 @@ impl Backend for CpuBackend {
         Mat::new(t, d.value_dim(), y)
     }
 
+    fn concat_cols(&self, a: &Mat, b: &Mat) -> Mat {
+        assert_eq!(a.rows, b.rows, "concat_cols: row counts differ");
+        let mut data = Vec::with_capacity(a.rows * (a.cols + b.cols));
+        for r in 0..a.rows {
+            data.extend_from_slice(a.row(r));
+            data.extend_from_slice(b.row(r));
+        }
+        Mat::new(a.rows, a.cols + b.cols, data)
+    }
+
     fn zeros(&self, rows: usize, cols: usize) -> Mat {
         Mat::new(rows, cols, vec![0.0; rows * cols])
     }

@@ -133,8 +133,24 @@ pub struct Qwen35<B: Backend> {
     rope: Rope,
     shape: AttnShape,
     gdn_dims: Option<GdnDims>,
+    mtp: Option<Mtp<B>>,
     /// Storage of the recurrent state (`--gdn-state-fp16` gives F16).
     pub state_type: StateType,
+}
+
+/// The multi-token-prediction layer (MODEL_SPEC section 7).
+struct Mtp<B: Backend> {
+    norm_embedding: B::Vector,
+    norm_hidden: B::Vector,
+    /// `[H, 2H]`, applied to `[norm_e(embed) | norm_h(hidden)]`.
+    fc: B::Linear,
+    layer: Layer<B>,
+    norm: B::Vector,
+}
+
+/// The MTP layer's own KV cache.
+pub struct MtpState<B: Backend> {
+    pub kv: B::KvCache,
 }
 
 /// A sequence's state: the KV cache of the attention layers and one GDN state per GDN layer
@@ -165,140 +181,162 @@ impl<B: Backend> Qwen35<B> {
             dv: g.value_head_dim,
             kc: g.conv_kernel_dim,
         });
-        let mut layers = Vec::with_capacity(c.num_hidden_layers);
-        for i in 0..c.num_hidden_layers {
-            let p = format!("{m}layers.{i}.");
-            let mixer = if c.is_full_attention(i) {
-                let a = format!("{p}self_attn.");
-                Mixer::Attention {
-                    q_proj: lin(&format!("{a}q_proj.weight"))?,
-                    k_proj: lin(&format!("{a}k_proj.weight"))?,
-                    v_proj: lin(&format!("{a}v_proj.weight"))?,
-                    o_proj: lin(&format!("{a}o_proj.weight"))?,
-                    q_norm: vec(&format!("{a}q_norm.weight"))?,
-                    k_norm: vec(&format!("{a}k_norm.weight"))?,
-                }
-            } else {
-                let d = gdn_dims.ok_or(ArchError::Unsupported {
-                    arch: c.architecture,
-                })?;
-                let la = format!("{p}linear_attn.");
-                let (in_qkv, in_z, in_b, in_a) = if c.architecture == Architecture::Qwen3Next {
-                    let (qkv, z, bw, aw) = degroup_qwen3_next(
-                        &d,
-                        c.hidden_size,
-                        &raw(&format!("{la}in_proj_qkvz.weight"))?,
-                        &raw(&format!("{la}in_proj_ba.weight"))?,
-                    );
-                    let h = c.hidden_size;
-                    (
-                        b.linear_from_f32(d.conv_dim(), h, qkv),
-                        b.linear_from_f32(d.value_dim(), h, z),
-                        b.linear_from_f32(d.hv, h, bw),
-                        b.linear_from_f32(d.hv, h, aw),
-                    )
+        // One block under prefix `p`: attention or GDN mixer, MoE or dense FFN.
+        let load_layer =
+            |p: &str, attention: bool, moe_layer: bool| -> Result<Layer<B>, ArchError> {
+                let mixer = if attention {
+                    let a = format!("{p}self_attn.");
+                    Mixer::Attention {
+                        q_proj: lin(&format!("{a}q_proj.weight"))?,
+                        k_proj: lin(&format!("{a}k_proj.weight"))?,
+                        v_proj: lin(&format!("{a}v_proj.weight"))?,
+                        o_proj: lin(&format!("{a}o_proj.weight"))?,
+                        q_norm: vec(&format!("{a}q_norm.weight"))?,
+                        k_norm: vec(&format!("{a}k_norm.weight"))?,
+                    }
                 } else {
-                    (
-                        lin(&format!("{la}in_proj_qkv.weight"))?,
-                        lin(&format!("{la}in_proj_z.weight"))?,
-                        lin(&format!("{la}in_proj_b.weight"))?,
-                        lin(&format!("{la}in_proj_a.weight"))?,
-                    )
+                    let d = gdn_dims.ok_or(ArchError::Unsupported {
+                        arch: c.architecture,
+                    })?;
+                    let la = format!("{p}linear_attn.");
+                    let (in_qkv, in_z, in_b, in_a) = if c.architecture == Architecture::Qwen3Next {
+                        let (qkv, z, bw, aw) = degroup_qwen3_next(
+                            &d,
+                            c.hidden_size,
+                            &raw(&format!("{la}in_proj_qkvz.weight"))?,
+                            &raw(&format!("{la}in_proj_ba.weight"))?,
+                        );
+                        let h = c.hidden_size;
+                        (
+                            b.linear_from_f32(d.conv_dim(), h, qkv),
+                            b.linear_from_f32(d.value_dim(), h, z),
+                            b.linear_from_f32(d.hv, h, bw),
+                            b.linear_from_f32(d.hv, h, aw),
+                        )
+                    } else {
+                        (
+                            lin(&format!("{la}in_proj_qkv.weight"))?,
+                            lin(&format!("{la}in_proj_z.weight"))?,
+                            lin(&format!("{la}in_proj_b.weight"))?,
+                            lin(&format!("{la}in_proj_a.weight"))?,
+                        )
+                    };
+                    Mixer::Gdn {
+                        in_qkv,
+                        in_z,
+                        in_b,
+                        in_a,
+                        params: b.gdn_weights(
+                            d,
+                            raw(&format!("{la}conv1d.weight"))?,
+                            raw(&format!("{la}A_log"))?,
+                            raw(&format!("{la}dt_bias"))?,
+                            raw(&format!("{la}norm.weight"))?,
+                            c.rms_norm_eps,
+                        ),
+                        out_proj: lin(&format!("{la}out_proj.weight"))?,
+                    }
                 };
-                Mixer::Gdn {
-                    in_qkv,
-                    in_z,
-                    in_b,
-                    in_a,
-                    params: b.gdn_weights(
-                        d,
-                        raw(&format!("{la}conv1d.weight"))?,
-                        raw(&format!("{la}A_log"))?,
-                        raw(&format!("{la}dt_bias"))?,
-                        raw(&format!("{la}norm.weight"))?,
-                        c.rms_norm_eps,
-                    ),
-                    out_proj: lin(&format!("{la}out_proj.weight"))?,
-                }
-            };
-            let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
-                Ok(Mlp {
-                    gate: lin(&format!("{q}gate_proj.weight"))?,
-                    up: lin(&format!("{q}up_proj.weight"))?,
-                    down: lin(&format!("{q}down_proj.weight"))?,
+                let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
+                    Ok(Mlp {
+                        gate: lin(&format!("{q}gate_proj.weight"))?,
+                        up: lin(&format!("{q}up_proj.weight"))?,
+                        down: lin(&format!("{q}down_proj.weight"))?,
+                    })
+                };
+                let ffn = match &c.moe {
+                    Some(moe) if moe_layer => {
+                        let (e_n, inter, h) =
+                            (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
+                        let fused = format!("{p}mlp.experts.gate_up_proj");
+                        let experts = if w.tensor(&fused).is_some() {
+                            // [E, 2I, H] (gate rows first) and [E, H, I].
+                            let gu = raw(&fused)?;
+                            let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
+                            if gu.len() != e_n * 2 * inter * h || dn.len() != e_n * h * inter {
+                                return Err(ArchError::Weight {
+                                    name: fused,
+                                    problem: "fused expert tensors do not match the config".into(),
+                                });
+                            }
+                            (0..e_n)
+                                .map(|e| {
+                                    let g0 = e * 2 * inter * h;
+                                    Mlp {
+                                        gate: b.linear_from_f32(
+                                            inter,
+                                            h,
+                                            gu[g0..g0 + inter * h].to_vec(),
+                                        ),
+                                        up: b.linear_from_f32(
+                                            inter,
+                                            h,
+                                            gu[g0 + inter * h..g0 + 2 * inter * h].to_vec(),
+                                        ),
+                                        down: b.linear_from_f32(
+                                            h,
+                                            inter,
+                                            dn[e * h * inter..(e + 1) * h * inter].to_vec(),
+                                        ),
+                                    }
+                                })
+                                .collect()
+                        } else {
+                            (0..e_n)
+                                .map(|e| dense(&format!("{p}mlp.experts.{e}.")))
+                                .collect::<Result<Vec<_>, _>>()?
+                        };
+                        let shared = if moe.shared_expert_intermediate_size > 0 {
+                            Some((
+                                dense(&format!("{p}mlp.shared_expert."))?,
+                                lin(&format!("{p}mlp.shared_expert_gate.weight"))?,
+                            ))
+                        } else {
+                            None
+                        };
+                        Ffn::Moe {
+                            router: lin(&format!("{p}mlp.gate.weight"))?,
+                            experts,
+                            top_k: moe.num_experts_per_tok,
+                            renormalize: c.architecture == Architecture::Qwen35Moe
+                                || moe.norm_topk_prob,
+                            shared,
+                        }
+                    }
+                    _ => Ffn::Dense(dense(&format!("{p}mlp."))?),
+                };
+                Ok(Layer {
+                    input_norm: vec(&format!("{p}input_layernorm.weight"))?,
+                    mixer,
+                    post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
+                    ffn,
                 })
             };
-            let ffn = match &c.moe {
-                Some(moe)
-                    if !moe.mlp_only_layers.contains(&i)
-                        && (i + 1) % moe.decoder_sparse_step.max(1) == 0 =>
-                {
-                    let (e_n, inter, h) =
-                        (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
-                    let fused = format!("{p}mlp.experts.gate_up_proj");
-                    let experts = if w.tensor(&fused).is_some() {
-                        // [E, 2I, H] (gate rows first) and [E, H, I].
-                        let gu = raw(&fused)?;
-                        let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
-                        if gu.len() != e_n * 2 * inter * h || dn.len() != e_n * h * inter {
-                            return Err(ArchError::Weight {
-                                name: fused,
-                                problem: "fused expert tensors do not match the config".into(),
-                            });
-                        }
-                        (0..e_n)
-                            .map(|e| {
-                                let g0 = e * 2 * inter * h;
-                                Mlp {
-                                    gate: b.linear_from_f32(
-                                        inter,
-                                        h,
-                                        gu[g0..g0 + inter * h].to_vec(),
-                                    ),
-                                    up: b.linear_from_f32(
-                                        inter,
-                                        h,
-                                        gu[g0 + inter * h..g0 + 2 * inter * h].to_vec(),
-                                    ),
-                                    down: b.linear_from_f32(
-                                        h,
-                                        inter,
-                                        dn[e * h * inter..(e + 1) * h * inter].to_vec(),
-                                    ),
-                                }
-                            })
-                            .collect()
-                    } else {
-                        (0..e_n)
-                            .map(|e| dense(&format!("{p}mlp.experts.{e}.")))
-                            .collect::<Result<Vec<_>, _>>()?
-                    };
-                    let shared = if moe.shared_expert_intermediate_size > 0 {
-                        Some((
-                            dense(&format!("{p}mlp.shared_expert."))?,
-                            lin(&format!("{p}mlp.shared_expert_gate.weight"))?,
-                        ))
-                    } else {
-                        None
-                    };
-                    Ffn::Moe {
-                        router: lin(&format!("{p}mlp.gate.weight"))?,
-                        experts,
-                        top_k: moe.num_experts_per_tok,
-                        renormalize: c.architecture == Architecture::Qwen35Moe
-                            || moe.norm_topk_prob,
-                        shared,
-                    }
-                }
-                _ => Ffn::Dense(dense(&format!("{p}mlp."))?),
-            };
-            layers.push(Layer {
-                input_norm: vec(&format!("{p}input_layernorm.weight"))?,
-                mixer,
-                post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
-                ffn,
-            });
+        let is_moe = |i: usize| {
+            c.moe.as_ref().is_some_and(|moe| {
+                !moe.mlp_only_layers.contains(&i) && (i + 1) % moe.decoder_sparse_step.max(1) == 0
+            })
+        };
+        let mut layers = Vec::with_capacity(c.num_hidden_layers);
+        for i in 0..c.num_hidden_layers {
+            layers.push(load_layer(
+                &format!("{m}layers.{i}."),
+                c.is_full_attention(i),
+                is_moe(i),
+            )?);
         }
+        // MTP (section 7): one full-attention block (MoE FFN on MoE models).
+        let mtp = if c.mtp_num_hidden_layers > 0 && w.tensor("mtp.fc.weight").is_some() {
+            Some(Mtp {
+                norm_embedding: vec("mtp.pre_fc_norm_embedding.weight")?,
+                norm_hidden: vec("mtp.pre_fc_norm_hidden.weight")?,
+                fc: lin("mtp.fc.weight")?,
+                layer: load_layer("mtp.layers.0.", true, c.moe.is_some())?,
+                norm: vec("mtp.norm.weight")?,
+            })
+        } else {
+            None
+        };
         let head = if w.tensor("lm_head.weight").is_some() {
             Some(lin("lm_head.weight")?)
         } else {
@@ -322,6 +360,7 @@ impl<B: Backend> Qwen35<B> {
                 head_dim: c.head_dim,
             },
             gdn_dims,
+            mtp,
             state_type: StateType::F32,
         })
     }
@@ -358,6 +397,22 @@ impl<B: Backend> CausalLm<B> for Qwen35<B> {
     }
 
     fn forward(&self, state: &mut Qwen35State<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
+        self.forward_with_hidden(state, ids, want).0
+    }
+}
+
+impl<B: Backend> Qwen35<B> {
+    /// One block on `x` (positions `pos0..`), attention layers using layer `li` of `kv`.
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &self,
+        l: &Layer<B>,
+        x: &mut B::Act,
+        kv: &mut B::KvCache,
+        li: usize,
+        gdn: Option<&mut B::GdnState>,
+        pos0: usize,
+    ) {
         let b = &self.backend;
         let eps = self.config.rms_norm_eps;
         let zc = NormWeight::ZeroCentred;
@@ -366,92 +421,155 @@ impl<B: Backend> CausalLm<B> for Qwen35<B> {
             n_kv_heads,
             head_dim,
         } = self.shape;
-        let pos0 = b.kv_len(&state.kv);
-        let mut x = b.embedding(&self.embed, ids);
-        for (li, l) in self.layers.iter().enumerate() {
-            let h = b.rmsnorm(&x, &l.input_norm, eps, zc);
-            let o = match &l.mixer {
-                Mixer::Attention {
-                    q_proj,
-                    k_proj,
-                    v_proj,
-                    o_proj,
-                    q_norm,
-                    k_norm,
-                } => {
-                    let qg = b.linear(&h, q_proj, None);
-                    let (q, gate) = b.split_heads(&qg, n_heads, head_dim, head_dim);
-                    let mut q = b.rmsnorm(&q, q_norm, eps, zc);
-                    let mut k = b.rmsnorm(&b.linear(&h, k_proj, None), k_norm, eps, zc);
-                    let v = b.linear(&h, v_proj, None);
-                    b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
-                    b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
-                    let a = b.attention(&mut state.kv, li, &q, &k, &v);
-                    b.linear(&b.sigmoid_gate(&a, &gate), o_proj, None)
+        let h = b.rmsnorm(x, &l.input_norm, eps, zc);
+        let o = match &l.mixer {
+            Mixer::Attention {
+                q_proj,
+                k_proj,
+                v_proj,
+                o_proj,
+                q_norm,
+                k_norm,
+            } => {
+                let qg = b.linear(&h, q_proj, None);
+                let (q, gate) = b.split_heads(&qg, n_heads, head_dim, head_dim);
+                let mut q = b.rmsnorm(&q, q_norm, eps, zc);
+                let mut k = b.rmsnorm(&b.linear(&h, k_proj, None), k_norm, eps, zc);
+                let v = b.linear(&h, v_proj, None);
+                b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
+                b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
+                let a = b.attention(kv, li, &q, &k, &v);
+                b.linear(&b.sigmoid_gate(&a, &gate), o_proj, None)
+            }
+            Mixer::Gdn {
+                in_qkv,
+                in_z,
+                in_b,
+                in_a,
+                params,
+                out_proj,
+            } => {
+                let mixed = b.linear(&h, in_qkv, None);
+                let z = b.linear(&h, in_z, None);
+                let bb = b.linear(&h, in_b, None);
+                let aa = b.linear(&h, in_a, None);
+                let st = gdn.expect("a GDN layer has a GDN state");
+                let y = b.gdn(params, st, &mixed, &z, &aa, &bb);
+                b.linear(&y, out_proj, None)
+            }
+        };
+        b.add_assign(x, &o);
+        let h = b.rmsnorm(x, &l.post_norm, eps, zc);
+        match &l.ffn {
+            Ffn::Dense(m) => {
+                let y = mlp(b, m, &h);
+                b.add_assign(x, &y);
+            }
+            Ffn::Moe {
+                router,
+                experts,
+                top_k,
+                renormalize,
+                shared,
+            } => {
+                let t = b.rows(&h);
+                let logits = b.to_host(&b.linear(&h, router, None));
+                for (e, (rows, wts)) in route(&logits, experts.len(), *top_k, *renormalize)
+                    .iter()
+                    .enumerate()
+                {
+                    if rows.is_empty() {
+                        continue;
+                    }
+                    let y = mlp(b, &experts[e], &b.gather_rows(&h, rows));
+                    b.scatter_add_rows(x, &y, rows, wts);
                 }
-                Mixer::Gdn {
-                    in_qkv,
-                    in_z,
-                    in_b,
-                    in_a,
-                    params,
-                    out_proj,
-                } => {
-                    let mixed = b.linear(&h, in_qkv, None);
-                    let z = b.linear(&h, in_z, None);
-                    let bb = b.linear(&h, in_b, None);
-                    let aa = b.linear(&h, in_a, None);
-                    let st = state.gdn[li].as_mut().expect("a GDN layer has a GDN state");
-                    let y = b.gdn(params, st, &mixed, &z, &aa, &bb);
-                    b.linear(&y, out_proj, None)
-                }
-            };
-            b.add_assign(&mut x, &o);
-            let h = b.rmsnorm(&x, &l.post_norm, eps, zc);
-            match &l.ffn {
-                Ffn::Dense(m) => {
+                if let Some((m, gate)) = shared {
                     let y = mlp(b, m, &h);
-                    b.add_assign(&mut x, &y);
-                }
-                Ffn::Moe {
-                    router,
-                    experts,
-                    top_k,
-                    renormalize,
-                    shared,
-                } => {
-                    let t = b.rows(&h);
-                    let logits = b.to_host(&b.linear(&h, router, None));
-                    for (e, (rows, wts)) in route(&logits, experts.len(), *top_k, *renormalize)
-                        .iter()
-                        .enumerate()
-                    {
-                        if rows.is_empty() {
-                            continue;
-                        }
-                        let y = mlp(b, &experts[e], &b.gather_rows(&h, rows));
-                        b.scatter_add_rows(&mut x, &y, rows, wts);
-                    }
-                    if let Some((m, gate)) = shared {
-                        let y = mlp(b, m, &h);
-                        let g: Vec<f32> = b
-                            .to_host(&b.linear(&h, gate, None))
-                            .into_iter()
-                            .map(sigmoid)
-                            .collect();
-                        let rows: Vec<usize> = (0..t).collect();
-                        b.scatter_add_rows(&mut x, &y, &rows, &g);
-                    }
+                    let g: Vec<f32> = b
+                        .to_host(&b.linear(&h, gate, None))
+                        .into_iter()
+                        .map(sigmoid)
+                        .collect();
+                    let rows: Vec<usize> = (0..t).collect();
+                    b.scatter_add_rows(x, &y, &rows, &g);
                 }
             }
         }
-        b.kv_advance(&mut state.kv, ids.len());
-        let x = match want {
-            LogitsWanted::Last => b.slice_rows(&x, b.rows(&x) - 1, 1),
-            LogitsWanted::All => x,
-        };
-        let x = b.rmsnorm(&x, &self.final_norm, eps, zc);
+    }
+
+    fn head_logits(&self, x: &B::Act) -> Vec<f32> {
+        let b = &self.backend;
         let head = self.head.as_ref().unwrap_or(&self.embed);
-        b.to_host(&b.linear(&x, head, None))
+        b.to_host(&b.linear(x, head, None))
+    }
+
+    /// As [`CausalLm::forward`], also returning the post-final-norm hidden states of every
+    /// row (what the MTP layer consumes).
+    pub fn forward_with_hidden(
+        &self,
+        state: &mut Qwen35State<B>,
+        ids: &[u32],
+        want: LogitsWanted,
+    ) -> (Vec<f32>, B::Act) {
+        let b = &self.backend;
+        let pos0 = b.kv_len(&state.kv);
+        let mut x = b.embedding(&self.embed, ids);
+        for (li, l) in self.layers.iter().enumerate() {
+            self.block(l, &mut x, &mut state.kv, li, state.gdn[li].as_mut(), pos0);
+        }
+        b.kv_advance(&mut state.kv, ids.len());
+        let hidden = b.rmsnorm(
+            &x,
+            &self.final_norm,
+            self.config.rms_norm_eps,
+            NormWeight::ZeroCentred,
+        );
+        let logits = match want {
+            LogitsWanted::Last => self.head_logits(&b.slice_rows(&hidden, b.rows(&hidden) - 1, 1)),
+            LogitsWanted::All => self.head_logits(&hidden),
+        };
+        (logits, hidden)
+    }
+
+    /// Whether the checkpoint carries an MTP layer (and the config asks for it).
+    pub fn has_mtp(&self) -> bool {
+        self.mtp.is_some()
+    }
+
+    /// A fresh KV cache for the MTP layer.
+    pub fn new_mtp_state(&self) -> MtpState<B> {
+        MtpState {
+            kv: self.backend.new_kv_cache(1, self.shape),
+        }
+    }
+
+    /// The MTP layer's forward (MODEL_SPEC section 7): row `i` combines `hidden` row `i`
+    /// (the main model's post-final-norm state at position `p = kv_len + i`) with the
+    /// embedding of `next_ids[i]` (the token at `p + 1`), runs one attention block at RoPE
+    /// position `p` with the MTP cache, and returns logits `[rows, vocab]` for position
+    /// `p + 2`. Panics when the model has no MTP layer.
+    pub fn mtp_forward(&self, st: &mut MtpState<B>, hidden: &B::Act, next_ids: &[u32]) -> Vec<f32> {
+        let b = &self.backend;
+        let m = self.mtp.as_ref().expect("the model has no MTP layer");
+        let eps = self.config.rms_norm_eps;
+        let zc = NormWeight::ZeroCentred;
+        assert_eq!(
+            b.rows(hidden),
+            next_ids.len(),
+            "mtp: one next id per hidden row"
+        );
+        let e = b.rmsnorm(
+            &b.embedding(&self.embed, next_ids),
+            &m.norm_embedding,
+            eps,
+            zc,
+        );
+        let h = b.rmsnorm(hidden, &m.norm_hidden, eps, zc);
+        let mut x = b.linear(&b.concat_cols(&e, &h), &m.fc, None);
+        let pos0 = b.kv_len(&st.kv);
+        self.block(&m.layer, &mut x, &mut st.kv, 0, None, pos0);
+        b.kv_advance(&mut st.kv, next_ids.len());
+        self.head_logits(&b.rmsnorm(&x, &m.norm, eps, zc))
     }
 }
