@@ -314,7 +314,8 @@ impl<B: Backend> Qwen35<B> {
             };
         let is_moe = |i: usize| {
             c.moe.as_ref().is_some_and(|moe| {
-                !moe.mlp_only_layers.contains(&i) && (i + 1) % moe.decoder_sparse_step.max(1) == 0
+                !moe.mlp_only_layers.contains(&i)
+                    && (i + 1).is_multiple_of(moe.decoder_sparse_step.max(1))
             })
         };
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
