@@ -6,11 +6,18 @@ Runs HF transformers in float32 on the CPU (no GPU needed):
   smollm2  transformers loads the default model's GGUF (through the `gguf` package, which
            dequantizes the same Q8_0/Q4_1 numbers ninfer decodes) and scores a wikitext
            passage; writes tests/fixtures/smollm2/{meta.json,logits.bin}.
-  tiny     random-weight llama-family models (safetensors + config.json + a small
-           byte-level BPE tokenizer trained here) with prefill logits and 32-token greedy
-           continuations; writes tests/fixtures/tiny/<name>/.
+  tiny     random-weight llama-family models (llama; qwen3 dense with q/k norm, biases,
+           tied head), as safetensors + config.json + a small byte-level BPE tokenizer
+           trained here, with prefill logits (logits.bin, [T, vocab] f32 LE) and 32-token
+           greedy continuations (reference.json); writes tests/fixtures/tiny/<name>/.
+  qwen35   Qwen3.5 dense, HV/HK 2 and 3 (qwen35_r2, qwen35_r3), then random MTP weights on
+           qwen35_r2 with an MTP reference (mtp_logits.bin).
+  qwen35moe  Qwen3.5 MoE (8 experts, top 2, shared expert), expert weights rewritten in
+           the fused layout of the published checkpoints.
+  qwen3next  Qwen3-Next (grouped in_proj_qkvz / in_proj_ba), HV/HK 3.
 
-Usage: python tools/make_fixtures.py [smollm2|tiny|all] [--gguf PATH]
+Usage: python tools/make_fixtures.py [smollm2|tiny|qwen35|qwen35moe|qwen3next|all]
+       [--gguf PATH] [--passage-bytes N]
 Needs: pip install torch transformers gguf safetensors tokenizers
 """
 
@@ -308,7 +315,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", nargs="?", default="all", choices=["smollm2", "tiny", "qwen35", "qwen35moe", "qwen3next", "all"])
     ap.add_argument("--gguf", default=os.path.expanduser("~/.cache/ninfer/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
-    ap.add_argument("--passage-bytes", type=int, default=320)
+    ap.add_argument("--passage-bytes", type=int, default=256)
     a = ap.parse_args()
     torch.set_num_threads(max(1, (os.cpu_count() or 2)))
     if a.what in ("smollm2", "all"):
