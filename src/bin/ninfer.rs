@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ninfer::cli::{self, bench, devices, kernels, qualify};
+use ninfer::cli::{self, bench, devices, kernels, qualify, run};
 
 /// ninfer: LLM inference on one NVIDIA GPU, with kernels compiled at run time from templates.
 #[derive(Debug, Parser)]
@@ -15,6 +15,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Generate text from a prompt (streamed), then print the speed on stderr.
+    Run(run::RunArgs),
     /// Show the GPUs the CUDA driver sees, with the properties the engine uses.
     Devices(devices::DevicesArgs),
     /// List, render and build kernels; manage the kernel cache.
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
     cli::init_logging();
     let args = Cli::parse();
     cli::finish(match &args.command {
+        Command::Run(a) => run::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Kernels { command } => kernels::run(command),
         Command::Qualify(a) => qualify::run(a),

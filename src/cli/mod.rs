@@ -6,6 +6,7 @@ pub mod devices;
 pub mod kernels;
 pub mod precision;
 pub mod qualify;
+pub mod run;
 
 use std::process::ExitCode;
 

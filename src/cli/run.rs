@@ -1,0 +1,159 @@
+//! `ninfer run`: text from a prompt, streamed as it is generated.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::CliError;
+use crate::engine::generate::{generate, GenerateOptions, Sampling, TextStream};
+use crate::engine::CpuBackend;
+use crate::model::arch::{self, CausalLm};
+use crate::model::ChatMessage;
+
+/// Where the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Device {
+    /// The reference CPU backend (slow, needs no GPU).
+    Cpu,
+    /// The GPU engine (not built yet).
+    Cuda,
+    /// The GPU when the engine supports it, else the CPU (today: the CPU).
+    Auto,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The prompt; read from standard input when absent.
+    pub prompt: Option<String>,
+    /// A GGUF file or a Hugging Face model directory (default: SmolLM2-135M-Instruct,
+    /// fetched on first use).
+    #[arg(long, value_name = "PATH")]
+    pub model: Option<PathBuf>,
+    /// Render the prompt as one user message through the model's chat template.
+    #[arg(long)]
+    pub chat: bool,
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Keep only the k most likely tokens (0 = all).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: usize,
+    /// Keep the smallest set of tokens whose probability reaches p (1 = all).
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Seed for sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = Device::Auto)]
+    pub device: Device,
+}
+
+fn read_prompt(args: &RunArgs) -> Result<String, CliError> {
+    if let Some(p) = &args.prompt {
+        return Ok(p.clone());
+    }
+    if std::io::stdin().is_terminal() {
+        return Err(CliError::usage(
+            "give a prompt as an argument or on standard input",
+        ));
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| CliError::usage(format!("cannot read the prompt from standard input: {e}")))?;
+    Ok(text)
+}
+
+pub fn run(args: &RunArgs) -> Result<(), CliError> {
+    if args.device == Device::Cuda {
+        return Err(CliError::usage(
+            "the GPU engine cannot generate text yet; use --device cpu (or auto)",
+        ));
+    }
+    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
+        return Err(CliError::usage("--top-p must be in (0, 1]"));
+    }
+    if !args.temperature.is_finite() || args.temperature < 0.0 {
+        return Err(CliError::usage("--temperature must be 0 or more"));
+    }
+    let prompt = read_prompt(args)?;
+    if prompt.is_empty() {
+        return Err(CliError::usage("the prompt is empty"));
+    }
+    let files = crate::model::load_model(args.model.as_deref())
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let text = if args.chat {
+        let template = files
+            .chat_template
+            .as_ref()
+            .ok_or_else(|| CliError::usage("this model has no chat template; drop --chat"))?;
+        template
+            .render(&[ChatMessage::new("user", prompt)], true)
+            .map_err(|e| CliError::failed(e.to_string()))?
+    } else {
+        prompt
+    };
+    let ids = files
+        .tokenizer
+        .encode(&text, !args.chat)
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    if ids.is_empty() {
+        return Err(CliError::usage("the prompt encodes to no tokens"));
+    }
+    let backend = CpuBackend;
+    let model = arch::load(&backend, &files).map_err(|e| CliError::failed(e.to_string()))?;
+    let mut state = model.new_state();
+    let opts = GenerateOptions {
+        max_new_tokens: args.max_tokens,
+        sampling: Sampling {
+            temperature: args.temperature,
+            top_k: args.top_k,
+            top_p: args.top_p,
+            seed: args.seed,
+        },
+        stop_ids: files.tokenizer.stop_ids().to_vec(),
+    };
+    let mut stream = TextStream::new(&files.tokenizer, true);
+    let mut out = std::io::stdout().lock();
+    let mut failure = None;
+    let started = Instant::now();
+    let mut first_token_at = None;
+    let generation = generate(&model, &mut state, &ids, &opts, |id| {
+        first_token_at.get_or_insert_with(Instant::now);
+        match stream.push(id) {
+            Ok(piece) => {
+                let _ = out.write_all(piece.as_bytes());
+                let _ = out.flush();
+                true
+            }
+            Err(e) => {
+                failure = Some(e.to_string());
+                false
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(CliError::failed(e));
+    }
+    let tail = stream
+        .finish()
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    let _ = writeln!(out, "{tail}");
+    let first = first_token_at.unwrap_or_else(Instant::now);
+    let prefill_s = (first - started).as_secs_f64();
+    let decode_s = first.elapsed().as_secs_f64();
+    let n = generation.tokens.len();
+    eprintln!(
+        "[{} prompt tokens in {:.2} s ({:.1} tok/s); {} tokens generated in {:.2} s ({:.1} tok/s); device cpu]",
+        ids.len(),
+        prefill_s,
+        ids.len() as f64 / prefill_s.max(1e-9),
+        n,
+        decode_s,
+        n.saturating_sub(1) as f64 / decode_s.max(1e-9),
+    );
+    Ok(())
+}
