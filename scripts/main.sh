@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job, until text generation exists: build the release binary, show the GPUs,
-# and compile every kernel instantiation for them (or, with no GPU, for sm_80..sm_90).
+# The main job: build the release binary, show the GPUs, compile every kernel for them
+# (skipped without a GPU: `ninfer kernels build --all --arch sm_90` does it anyway), and
+# generate text from a prompt with the default model (SmolLM2-135M-Instruct, fetched on
+# first use) on the CPU backend. Arguments replace the prompt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/nvrtc-env.sh
@@ -8,6 +10,6 @@ cargo build --release --locked
 ./target/release/ninfer devices
 if ./target/release/ninfer devices --json | grep -q '"arch"'; then
     ./target/release/ninfer kernels build --all
-else
-    ./target/release/ninfer kernels build --all --arch sm_80 --arch sm_86 --arch sm_89 --arch sm_90
 fi
+prompt="${*:-Write three sentences about the sea.}"
+./target/release/ninfer run --device cpu --chat --max-tokens 96 "$prompt"
