@@ -9,10 +9,18 @@ fn ninfer(args: &[&str]) -> std::process::Output {
         .expect("the ninfer binary runs")
 }
 
+/// (stdout, stderr) as text.
+fn text(out: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn run_generates_on_a_tiny_model_and_reports_speed() {
     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/llama");
-    let out = ninfer(&[
+    let args = [
         "run",
         "--device",
         "cpu",
@@ -21,11 +29,9 @@ fn run_generates_on_a_tiny_model_and_reports_speed() {
         "--max-tokens",
         "12",
         "The",
-    ]);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    ];
+    let out = ninfer(&args);
+    let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(!stdout.trim().is_empty(), "no text: {stderr}");
     assert!(
@@ -33,16 +39,7 @@ fn run_generates_on_a_tiny_model_and_reports_speed() {
         "{stderr}"
     );
     // Greedy is deterministic: the same command prints the same text.
-    let again = ninfer(&[
-        "run",
-        "--device",
-        "cpu",
-        "--model",
-        model,
-        "--max-tokens",
-        "12",
-        "The",
-    ]);
+    let again = ninfer(&args);
     assert_eq!(again.stdout, out.stdout);
 }
 
@@ -77,10 +74,7 @@ fn run_on_the_default_model_answers_a_simple_prompt() {
         "6",
         "The capital of France is",
     ]);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("Paris"),
