@@ -93,6 +93,9 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
     if wanted(ops::gdn::instantiations()) {
         outcomes.extend(ops::gdn::qualify(gpu, &mut rng)?);
     }
+    if wanted(ops::attention::instantiations()) {
+        outcomes.extend(ops::attention::qualify(gpu, &mut rng)?);
+    }
     outcomes.retain(|o| matches(&o.route));
     Ok(outcomes)
 }

@@ -1,6 +1,7 @@
 //! Ops: one module per op family, each with its public API, its CPU reference (the oracle
 //! its GPU routes are qualified against) and its CUDA routes.
 
+pub mod attention;
 pub mod embedding;
 pub mod gdn;
 pub mod linear;

@@ -1,0 +1,1011 @@
+//! Causal GQA attention of a block of query rows against one layer's KV cache (the
+//! `self_attn` of the llama family and of Qwen3.5/3.6's full-attention layers).
+//!
+//! Activations are f32 row-major: `q` and the output are `[t, n_heads * head_dim]`. The
+//! cache of a layer is two buffers `k_cache`, `v_cache`, each `[capacity, n_kv * head_dim]`
+//! (row p = position p) stored as f32 or bf16 ([`KvType`]). Query row i sits at position
+//! `pos0 + i` and attends to positions `0 ..= pos0 + i` (the caller has appended the
+//! block's own k/v rows first, [`launch_kv_append`]); head h reads KV head
+//! `h / (n_heads / n_kv)`; softmax of `scale * q.k` in f32 with a running max.
+//!
+//! Two routes share one template (`attention/flash.cu`):
+//! - decode (small t): split-K over the cache, each block a range of keys for the GQA
+//!   group of a few rows, partials to an [`AttnWorkspace`], then `attention/combine.cu`;
+//! - prefill: a block of query vectors (rows x group heads) scans all its keys, with K/V
+//!   tiles in shared memory reused by every vector of the block.
+
+use rand::Rng;
+use rand_distr::StandardNormal;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::gdn::dptr;
+use super::DType;
+use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::jit::KernelSpec;
+use crate::qualify::{Outcome, ALLOW_F32};
+
+/// Storage type of the KV cache; arithmetic is f32 either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvType {
+    F32,
+    Bf16,
+}
+
+impl KvType {
+    pub const ALL: [KvType; 2] = [KvType::F32, KvType::Bf16];
+
+    /// Bytes per stored element.
+    pub fn bytes(self) -> usize {
+        match self {
+            KvType::F32 => 4,
+            KvType::Bf16 => 2,
+        }
+    }
+
+    /// The element type's name in templates (`common/types.cuh`).
+    pub fn cuda_type(self) -> &'static str {
+        self.dtype().cuda_type()
+    }
+
+    pub fn short(self) -> &'static str {
+        self.dtype().short()
+    }
+
+    /// The activation type with the same storage.
+    pub fn dtype(self) -> DType {
+        match self {
+            KvType::F32 => DType::F32,
+            KvType::Bf16 => DType::Bf16,
+        }
+    }
+
+    /// Rounds an f32 to what the cache stores (round to nearest even for bf16).
+    pub fn round(self, v: f32) -> f32 {
+        self.dtype().round(v)
+    }
+}
+
+/// Head counts and head size of one attention layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttnDims {
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+}
+
+impl AttnDims {
+    pub const fn new(n_heads: usize, n_kv_heads: usize, head_dim: usize) -> Self {
+        AttnDims {
+            n_heads,
+            n_kv_heads,
+            head_dim,
+        }
+    }
+    /// Query heads per KV head.
+    pub fn rep(&self) -> usize {
+        self.n_heads / self.n_kv_heads
+    }
+    /// Width of a q or output row.
+    pub fn q_width(&self) -> usize {
+        self.n_heads * self.head_dim
+    }
+    /// Width of a k or v cache row.
+    pub fn kv_width(&self) -> usize {
+        self.n_kv_heads * self.head_dim
+    }
+    pub fn describe(&self) -> String {
+        format!(
+            "nH={} nKV={} hd={}",
+            self.n_heads, self.n_kv_heads, self.head_dim
+        )
+    }
+    /// Panics with a clear message for dims no route serves.
+    fn check(&self) {
+        assert!(
+            HEAD_DIMS.contains(&self.head_dim),
+            "attention: head_dim {} has no kernel (instantiated: {HEAD_DIMS:?})",
+            self.head_dim
+        );
+        assert!(
+            self.n_kv_heads > 0 && self.n_heads.is_multiple_of(self.n_kv_heads),
+            "attention: n_heads {} is not a multiple of n_kv_heads {}",
+            self.n_heads,
+            self.n_kv_heads
+        );
+    }
+}
+
+/// SmolLM2-135M.
+pub const SMOLLM2: AttnDims = AttnDims::new(9, 3, 64);
+/// Qwen3.6-27B's full-attention layers.
+pub const QWEN36_27B: AttnDims = AttnDims::new(24, 4, 256);
+/// Llama-3-8B.
+pub const LLAMA_8B: AttnDims = AttnDims::new(32, 8, 128);
+
+/// Head sizes the template is instantiated for.
+pub const HEAD_DIMS: [usize; 3] = [64, 128, 256];
+/// Keys per split of the decode route (tuner candidates; the first is the smallest).
+pub const DECODE_SPLITS: [usize; 3] = [64, 128, 256];
+/// Query vectors per block of the prefill route (tuner candidates).
+pub const PREFILL_TILES: [usize; 3] = [16, 32, 64];
+/// The largest t the built-in heuristic sends to the decode route.
+pub const DECODE_MAX_T: usize = 8;
+/// Most splits one decode launch uses; longer caches get wider splits.
+pub const MAX_SPLITS: usize = 256;
+/// Keys per shared-memory tile.
+const KT: usize = 32;
+/// Decode blocks: query vectors per block and lanes per vector.
+const DECODE_NQ: usize = 8;
+const DECODE_G: usize = 16;
+/// Lanes per query vector in the prefill route.
+const PREFILL_G: usize = 8;
+const COMBINE_BLOCK: u32 = 64;
+const APPEND_BLOCK: u32 = 256;
+
+/// Which of the two kernels a route runs, with its tuning parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttnKind {
+    /// Split-K over the cache: `split` keys per block, then the combine kernel.
+    Decode { split: usize },
+    /// `q_tile` query vectors (rows x GQA-group heads) per block share the K/V tiles.
+    Prefill { q_tile: usize },
+}
+
+/// One attention route: the cache type, the head size, and the kernel with its tiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AttnRoute {
+    pub kv: KvType,
+    pub head_dim: usize,
+    pub kind: AttnKind,
+}
+
+impl AttnRoute {
+    /// The built-in heuristic: split-K decode for a few rows, flash prefill beyond.
+    /// Panics for a head_dim that has no kernel.
+    pub fn choose(kv: KvType, dims: AttnDims, t: usize) -> AttnRoute {
+        dims.check();
+        let kind = if t <= DECODE_MAX_T {
+            // Enough blocks to fill the GPU at long contexts with few KV heads; wider
+            // splits halve the combine's traffic where there are heads enough.
+            let split = if dims.n_kv_heads >= 8 { 128 } else { 64 };
+            AttnKind::Decode { split }
+        } else {
+            AttnKind::Prefill { q_tile: 32 }
+        };
+        AttnRoute {
+            kv,
+            head_dim: dims.head_dim,
+            kind,
+        }
+    }
+
+    /// The main kernel (flash, in split or direct mode).
+    pub fn spec(&self) -> KernelSpec {
+        let (hd, kv) = (self.head_dim, self.kv);
+        match self.kind {
+            AttnKind::Decode { split } => KernelSpec::new(
+                "attention",
+                "attention/flash.cu",
+                format!("attn_decode_{}_d{hd}_s{split}", kv.short()),
+            )
+            .param("mode", "split")
+            .param("split", split)
+            .param("nq", DECODE_NQ)
+            .param("g", DECODE_G),
+            AttnKind::Prefill { q_tile } => KernelSpec::new(
+                "attention",
+                "attention/flash.cu",
+                format!("attn_prefill_{}_d{hd}_q{q_tile}", kv.short()),
+            )
+            .param("mode", "direct")
+            .param("split", 0)
+            .param("nq", q_tile)
+            .param("g", PREFILL_G),
+        }
+        .param("hd", hd)
+        .param("kv_type", kv.cuda_type())
+        .param("kt", KT)
+    }
+
+    /// Every kernel the route launches, in launch order.
+    pub fn specs(&self) -> Vec<KernelSpec> {
+        match self.kind {
+            AttnKind::Decode { .. } => vec![self.spec(), combine_spec()],
+            AttnKind::Prefill { .. } => vec![self.spec()],
+        }
+    }
+
+    /// (query vectors per block, lanes per vector).
+    fn tile(&self) -> (usize, usize) {
+        match self.kind {
+            AttnKind::Decode { .. } => (DECODE_NQ, DECODE_G),
+            AttnKind::Prefill { q_tile } => (q_tile, PREFILL_G),
+        }
+    }
+
+    /// Dynamic shared memory of the main kernel: Q and K tiles (padded rows), the V tile
+    /// and the probabilities.
+    pub fn smem_bytes(&self) -> usize {
+        let (nq, _) = self.tile();
+        let qs = self.head_dim + 4;
+        4 * (nq * qs + KT * qs + KT * self.head_dim + nq * (KT + 1))
+    }
+
+    fn all() -> Vec<AttnRoute> {
+        let mut routes = Vec::new();
+        for kv in KvType::ALL {
+            for head_dim in HEAD_DIMS {
+                for split in DECODE_SPLITS {
+                    routes.push(AttnRoute {
+                        kv,
+                        head_dim,
+                        kind: AttnKind::Decode { split },
+                    });
+                }
+                for q_tile in PREFILL_TILES {
+                    routes.push(AttnRoute {
+                        kv,
+                        head_dim,
+                        kind: AttnKind::Prefill { q_tile },
+                    });
+                }
+            }
+        }
+        routes
+    }
+}
+
+fn combine_spec() -> KernelSpec {
+    KernelSpec::new(
+        "attention",
+        "attention/combine.cu",
+        format!("attn_combine_b{COMBINE_BLOCK}"),
+    )
+    .param("block", COMBINE_BLOCK)
+    .param("max_splits", MAX_SPLITS)
+}
+
+fn append_spec(kv: KvType) -> KernelSpec {
+    KernelSpec::new(
+        "attention",
+        "attention/kv_append.cu",
+        format!("attn_kv_append_{}", kv.short()),
+    )
+    .param("kv_type", kv.cuda_type())
+    .param("block", APPEND_BLOCK)
+}
+
+/// Every registered instantiation of the family.
+pub fn instantiations() -> Vec<KernelSpec> {
+    let mut specs: Vec<KernelSpec> = AttnRoute::all().iter().map(AttnRoute::spec).collect();
+    specs.push(combine_spec());
+    specs.extend(KvType::ALL.map(append_spec));
+    specs
+}
+
+fn launch_err(entry: &str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
+    move |e| GpuError::driver(format!("launching {entry}"), e)
+}
+
+/// Queues `k_cache[pos0 + i] = k[i]`, `v_cache[pos0 + i] = v[i]` for `i < t`: `k`, `v` are
+/// f32 `[t, width]`, the caches `[capacity, width]` of type `kv` (bf16: round to nearest
+/// even).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_kv_append(
+    gpu: &Gpu,
+    kv: KvType,
+    k: u64,
+    v: u64,
+    k_cache: u64,
+    v_cache: u64,
+    pos0: usize,
+    t: usize,
+    width: usize,
+) -> Result<(), GpuError> {
+    let n = t * width;
+    if n == 0 {
+        return Ok(());
+    }
+    assert!(
+        (pos0 + t) * width < i32::MAX as usize,
+        "kv append: cache offsets exceed the kernel's int arguments"
+    );
+    let spec = append_spec(kv);
+    let f = gpu.function(&spec)?;
+    let blocks = n.div_ceil(APPEND_BLOCK as usize).min(4 * 1024) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (APPEND_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (pos0_i, t_i, width_i) = (pos0 as i32, t as i32, width as i32);
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(&k)
+        .arg(&v)
+        .arg(&k_cache)
+        .arg(&v_cache)
+        .arg(&pos0_i)
+        .arg(&t_i)
+        .arg(&width_i);
+    // SAFETY: matches the template's signature; the caller owns the address ranges
+    // (t rows of k/v, rows pos0..pos0+t of the caches).
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
+    Ok(())
+}
+
+/// Scratch of the decode route's split-K partials, sized once so that a launch allocates
+/// nothing (and can be captured in a CUDA graph).
+pub struct AttnWorkspace {
+    dims: AttnDims,
+    /// Rows one decode launch takes; larger t is done in chunks of this many rows.
+    rows: usize,
+    /// Split slots per (row, head).
+    max_splits: usize,
+    acc: CudaSlice<f32>,
+    ml: CudaSlice<f32>,
+}
+
+impl AttnWorkspace {
+    /// A workspace for up to `max_t` rows per call (decode takes at most
+    /// [`DECODE_MAX_T`] at a time) and caches up to `max_ctx` positions (longer ones
+    /// still work, with wider splits).
+    pub fn new(gpu: &Gpu, dims: AttnDims, max_t: usize, max_ctx: usize) -> Result<Self, GpuError> {
+        dims.check();
+        let rows = max_t.clamp(1, DECODE_MAX_T);
+        let max_splits = max_ctx.div_ceil(DECODE_SPLITS[0]).clamp(1, MAX_SPLITS);
+        let slots = rows * dims.n_heads * max_splits;
+        Ok(AttnWorkspace {
+            dims,
+            rows,
+            max_splits,
+            acc: gpu.alloc_zeros(slots * dims.head_dim)?,
+            ml: gpu.alloc_zeros(slots * 2)?,
+        })
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> usize {
+        4 * (self.acc.len() + self.ml.len())
+    }
+}
+
+/// How a decode launch covers `n_keys` keys with splits of `split` keys and at most
+/// `max_splits` of them: (splits, split multiplier).
+fn split_plan(n_keys: usize, split: usize, max_splits: usize) -> (usize, usize) {
+    let base = n_keys.div_ceil(split).max(1);
+    let mult = base.div_ceil(max_splits);
+    (n_keys.div_ceil(split * mult).max(1), mult)
+}
+
+/// Queues the attention of `q` `[t, n_heads * head_dim]` against the caches (positions
+/// `0 .. pos0 + t` must hold this layer's keys and values), writing `out` `[t, n_heads *
+/// head_dim]` f32. Addresses are device pointers, 16-byte aligned.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_attention(
+    gpu: &Gpu,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    q: u64,
+    k_cache: u64,
+    v_cache: u64,
+    out: u64,
+    t: usize,
+    pos0: usize,
+    dims: AttnDims,
+    scale: f32,
+) -> Result<(), GpuError> {
+    dims.check();
+    assert_eq!(
+        route.head_dim, dims.head_dim,
+        "attention: the route's head_dim differs from the layer's"
+    );
+    assert!(
+        [q, k_cache, v_cache, out].iter().all(|p| p % 16 == 0),
+        "attention: q, caches and out must be 16-byte aligned"
+    );
+    assert!(
+        (pos0 + t) * dims.kv_width().max(dims.q_width()) < i32::MAX as usize * 4,
+        "attention: sizes exceed the kernel's int arguments"
+    );
+    if t == 0 {
+        return Ok(());
+    }
+    let spec = route.spec();
+    let f = gpu.function(&spec)?;
+    let smem = route.smem_bytes();
+    f.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .map_err(|e| GpuError::driver("raising the shared-memory limit", e))?;
+    let (nq, g) = route.tile();
+    let rep = dims.rep();
+    let scale_log2 = scale * std::f32::consts::LOG2_E;
+    let (n_heads, n_kv) = (dims.n_heads as i32, dims.n_kv_heads as i32);
+    let row_bytes = (dims.q_width() * 4) as u64;
+    match route.kind {
+        AttnKind::Prefill { .. } => {
+            let cfg = LaunchConfig {
+                grid_dim: ((t * rep).div_ceil(nq) as u32, dims.n_kv_heads as u32, 1),
+                block_dim: ((nq * g) as u32, 1, 1),
+                shared_mem_bytes: smem as u32,
+            };
+            let (null, t_i, pos0_i, zero, one) = (0u64, t as i32, pos0 as i32, 0i32, 1i32);
+            let mut b = gpu.stream().launch_builder(&f);
+            b.arg(&q)
+                .arg(&k_cache)
+                .arg(&v_cache)
+                .arg(&out)
+                .arg(&null)
+                .arg(&t_i)
+                .arg(&pos0_i)
+                .arg(&n_heads)
+                .arg(&n_kv)
+                .arg(&zero)
+                .arg(&one)
+                .arg(&scale_log2);
+            // SAFETY: matches the template; the kernel reads q rows < t, cache rows
+            // < pos0 + t and writes out rows < t.
+            unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
+        }
+        AttnKind::Decode { split } => {
+            assert_eq!(ws.dims, dims, "attention: workspace made for other dims");
+            let combine = gpu.function(&combine_spec())?;
+            let (acc, ml) = (dptr(gpu, &ws.acc), dptr(gpu, &ws.ml));
+            // Rows in chunks the workspace holds; each chunk is a shorter block at a
+            // later position.
+            for r0 in (0..t).step_by(ws.rows) {
+                let rows = ws.rows.min(t - r0);
+                let p0 = pos0 + r0;
+                let (splits, mult) = split_plan(p0 + rows, split, ws.max_splits);
+                let (qc, oc) = (q + r0 as u64 * row_bytes, out + r0 as u64 * row_bytes);
+                let cfg = LaunchConfig {
+                    grid_dim: (
+                        (rows * rep).div_ceil(nq) as u32,
+                        dims.n_kv_heads as u32,
+                        splits as u32,
+                    ),
+                    block_dim: ((nq * g) as u32, 1, 1),
+                    shared_mem_bytes: smem as u32,
+                };
+                let (rows_i, p0_i) = (rows as i32, p0 as i32);
+                let (ms_i, mult_i) = (ws.max_splits as i32, mult as i32);
+                let mut b = gpu.stream().launch_builder(&f);
+                b.arg(&qc)
+                    .arg(&k_cache)
+                    .arg(&v_cache)
+                    .arg(&acc)
+                    .arg(&ml)
+                    .arg(&rows_i)
+                    .arg(&p0_i)
+                    .arg(&n_heads)
+                    .arg(&n_kv)
+                    .arg(&ms_i)
+                    .arg(&mult_i)
+                    .arg(&scale_log2);
+                // SAFETY: matches the template; partial slots (row < rows, head,
+                // split < splits <= max_splits) lie inside the workspace.
+                unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
+
+                let cfg = LaunchConfig {
+                    grid_dim: ((rows * dims.n_heads) as u32, 1, 1),
+                    block_dim: (COMBINE_BLOCK, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let (hd_i, splits_i) = (dims.head_dim as i32, splits as i32);
+                let mut b = gpu.stream().launch_builder(&combine);
+                b.arg(&acc)
+                    .arg(&ml)
+                    .arg(&oc)
+                    .arg(&hd_i)
+                    .arg(&ms_i)
+                    .arg(&splits_i);
+                // SAFETY: matches combine.cu; reads the slots written just above and
+                // writes out rows r0 .. r0 + rows.
+                unsafe { b.launch(cfg) }.map_err(launch_err("attn_combine"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The f64 reference. `q` is `[t, n_heads * hd]`; the caches hold at least `pos0 + t`
+/// rows of `n_kv * hd`. Returns `[t, n_heads * hd]`.
+pub fn reference(
+    q: &[f64],
+    k_cache: &[f64],
+    v_cache: &[f64],
+    t: usize,
+    pos0: usize,
+    dims: AttnDims,
+    scale: f64,
+) -> Vec<f64> {
+    let (hd, kvw, qw) = (dims.head_dim, dims.kv_width(), dims.q_width());
+    assert!(dims.n_kv_heads > 0 && dims.n_heads.is_multiple_of(dims.n_kv_heads));
+    assert_eq!(q.len(), t * qw, "q is not [t, n_heads * head_dim]");
+    let n = pos0 + t;
+    assert!(
+        k_cache.len() >= n * kvw && v_cache.len() >= n * kvw,
+        "caches shorter than pos0 + t rows"
+    );
+    let rep = dims.rep();
+    let mut out = vec![0f64; t * qw];
+    out.par_chunks_mut(hd).enumerate().for_each(|(idx, o)| {
+        let (i, h) = (idx / dims.n_heads, idx % dims.n_heads);
+        let g = h / rep;
+        let qh = &q[i * qw + h * hd..][..hd];
+        let keys = pos0 + i + 1;
+        let s: Vec<f64> = (0..keys)
+            .map(|p| {
+                let kr = &k_cache[p * kvw + g * hd..][..hd];
+                qh.iter().zip(kr).map(|(a, b)| a * b).sum::<f64>() * scale
+            })
+            .collect();
+        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+        let z: f64 = w.iter().sum();
+        for (p, wp) in w.iter().enumerate() {
+            let vr = &v_cache[p * kvw + g * hd..][..hd];
+            for (a, b) in o.iter_mut().zip(vr) {
+                *a += wp / z * b;
+            }
+        }
+    });
+    out
+}
+
+/// (t, pos0) every route is checked at.
+pub const QUALIFY_CASES: [(usize, usize); 8] = [
+    (1, 0),
+    (1, 4095),
+    (3, 17),
+    (8, 1000),
+    (64, 0),
+    (77, 300),
+    (512, 0),
+    (2, 8190),
+];
+
+/// Dims every route of a matching head_dim is checked at (SmolLM2, Qwen3.6-27B, Llama-8B,
+/// and a GQA ratio of 1).
+pub const QUALIFY_DIMS: [AttnDims; 4] = [SMOLLM2, QWEN36_27B, LLAMA_8B, AttnDims::new(4, 4, 64)];
+
+fn normals(rng: &mut impl Rng, n: usize, scale: f32) -> Vec<f32> {
+    (0..n)
+        .map(|_| rng.sample::<f32, _>(StandardNormal) * scale)
+        .collect()
+}
+
+fn to_f64(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+/// One random attention problem on the device: the cache holds `pos0` history rows, then
+/// the block's `t` rows appended by [`launch_kv_append`], then NaN rows that no kernel
+/// may read.
+struct Problem {
+    t: usize,
+    pos0: usize,
+    dims: AttnDims,
+    kv: KvType,
+    q: CudaSlice<f32>,
+    k_new: CudaSlice<f32>,
+    v_new: CudaSlice<f32>,
+    k_cache: AnyBuffer,
+    v_cache: AnyBuffer,
+    want: Vec<f64>,
+}
+
+/// Rows of NaN past the filled part of a qualify cache.
+const POISON_ROWS: usize = 40;
+
+impl Problem {
+    fn new(
+        gpu: &Gpu,
+        rng: &mut impl Rng,
+        dims: AttnDims,
+        kv: KvType,
+        t: usize,
+        pos0: usize,
+    ) -> Result<Problem, GpuError> {
+        let kvw = dims.kv_width();
+        let n = pos0 + t;
+        // q scaled up so the softmax is peaked, not a flat average.
+        let q = normals(rng, t * dims.q_width(), 2.0);
+        let kh: Vec<f32> = normals(rng, n * kvw, 1.0)
+            .into_iter()
+            .map(|x| kv.round(x))
+            .collect();
+        let vh: Vec<f32> = normals(rng, n * kvw, 1.0)
+            .into_iter()
+            .map(|x| kv.round(x))
+            .collect();
+        let mut kc = kh.clone();
+        let mut vc = vh.clone();
+        // The block's rows are appended by the kernel, not uploaded: poison them.
+        for x in kc[pos0 * kvw..].iter_mut().chain(&mut vc[pos0 * kvw..]) {
+            *x = f32::NAN;
+        }
+        kc.extend(std::iter::repeat_n(f32::NAN, POISON_ROWS * kvw));
+        vc.extend(std::iter::repeat_n(f32::NAN, POISON_ROWS * kvw));
+        // The appended rows in f32: the kernel rounds them (bf16) exactly as kv.round.
+        let k_new: Vec<f32> = kh[pos0 * kvw..].to_vec();
+        let v_new: Vec<f32> = vh[pos0 * kvw..].to_vec();
+        let scale = 1.0 / (dims.head_dim as f64).sqrt();
+        let want = reference(
+            &to_f64(&q),
+            &to_f64(&kh),
+            &to_f64(&vh),
+            t,
+            pos0,
+            dims,
+            scale,
+        );
+        Ok(Problem {
+            t,
+            pos0,
+            dims,
+            kv,
+            q: gpu.upload(&q)?,
+            k_new: gpu.upload(&k_new)?,
+            v_new: gpu.upload(&v_new)?,
+            k_cache: AnyBuffer::upload(gpu, kv.dtype(), &kc)?,
+            v_cache: AnyBuffer::upload(gpu, kv.dtype(), &vc)?,
+            want,
+        })
+    }
+
+    fn append(&self, gpu: &Gpu) -> Result<(), GpuError> {
+        launch_kv_append(
+            gpu,
+            self.kv,
+            dptr(gpu, &self.k_new),
+            dptr(gpu, &self.v_new),
+            self.k_cache.device_ptr(gpu),
+            self.v_cache.device_ptr(gpu),
+            self.pos0,
+            self.t,
+            self.dims.kv_width(),
+        )
+    }
+
+    fn attend(
+        &self,
+        gpu: &Gpu,
+        route: &AttnRoute,
+        ws: &mut AttnWorkspace,
+        out: &CudaSlice<f32>,
+    ) -> Result<(), GpuError> {
+        launch_attention(
+            gpu,
+            route,
+            ws,
+            dptr(gpu, &self.q),
+            self.k_cache.device_ptr(gpu),
+            self.v_cache.device_ptr(gpu),
+            dptr(gpu, out),
+            self.t,
+            self.pos0,
+            self.dims,
+            1.0 / (self.dims.head_dim as f32).sqrt(),
+        )
+    }
+
+    fn shape(&self) -> String {
+        format!("{} t={} pos0={}", self.dims.describe(), self.t, self.pos0)
+    }
+}
+
+/// Fills the workspace with NaN, so a partial the combine reads but no block wrote fails.
+fn poison_workspace(gpu: &Gpu, ws: &mut AttnWorkspace) -> Result<(), GpuError> {
+    let (na, nm) = (ws.acc.len(), ws.ml.len());
+    let s = gpu.stream();
+    s.memcpy_htod(&vec![f32::NAN; na], &mut ws.acc)
+        .and_then(|_| s.memcpy_htod(&vec![f32::NAN; nm], &mut ws.ml))
+        .map_err(|e| GpuError::driver("poisoning the attention workspace", e))
+}
+
+/// Runs one route on a problem with a poisoned output and compares with the reference.
+fn check(
+    gpu: &Gpu,
+    p: &Problem,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    note: &str,
+) -> Result<Outcome, GpuError> {
+    let out = gpu.upload(&vec![f32::NAN; p.t * p.dims.q_width()])?;
+    p.attend(gpu, route, ws, &out)?;
+    gpu.synchronize()?;
+    Ok(Outcome::compare(
+        format!("{}{note}", route.spec().entry),
+        p.shape(),
+        &gpu.download(&out)?,
+        &p.want,
+        ALLOW_F32,
+    ))
+}
+
+/// Every route at every qualify case and dims of its head size, for both cache types;
+/// the KV append bit for bit; a decode step captured in a CUDA graph and replayed.
+pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    let mut outcomes = qualify_append(gpu, rng)?;
+    let routes = AttnRoute::all();
+    let max_ctx = QUALIFY_CASES.iter().map(|&(t, p)| t + p).max().unwrap();
+    for dims in QUALIFY_DIMS {
+        let mut ws = AttnWorkspace::new(gpu, dims, DECODE_MAX_T, max_ctx)?;
+        // Too few split slots for the long cases: exercises wider splits.
+        let mut small_ws = AttnWorkspace::new(gpu, dims, 3, 512)?;
+        for kv in KvType::ALL {
+            for &(t, pos0) in &QUALIFY_CASES {
+                let p = Problem::new(gpu, rng, dims, kv, t, pos0)?;
+                p.append(gpu)?;
+                poison_workspace(gpu, &mut ws)?;
+                for route in routes
+                    .iter()
+                    .filter(|r| r.kv == kv && r.head_dim == dims.head_dim)
+                {
+                    outcomes.push(check(gpu, &p, route, &mut ws, "")?);
+                }
+                if pos0 >= 1000 || t > DECODE_MAX_T {
+                    poison_workspace(gpu, &mut small_ws)?;
+                    let route = AttnRoute::choose(kv, dims, 1);
+                    outcomes.push(check(gpu, &p, &route, &mut small_ws, " (small workspace)")?);
+                }
+            }
+        }
+    }
+    outcomes.push(qualify_graph_replay(gpu, rng)?);
+    Ok(outcomes)
+}
+
+/// [`launch_kv_append`] against host conversion, bit for bit, rows outside the block
+/// untouched.
+fn qualify_append(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    let mut outcomes = Vec::new();
+    for kv in KvType::ALL {
+        for (t, pos0, width) in [(1, 0, 192), (5, 7, 192), (3, 4095, 1024), (512, 100, 1024)] {
+            let cap = pos0 + t + 3;
+            let sentinel: Vec<f32> = (0..cap * width).map(|i| -777.0 + (i % 97) as f32).collect();
+            let k = normals(rng, t * width, 3.0);
+            let v = normals(rng, t * width, 0.01);
+            let (dk, dv) = (gpu.upload(&k)?, gpu.upload(&v)?);
+            let kc = AnyBuffer::upload(gpu, kv.dtype(), &sentinel)?;
+            let vc = AnyBuffer::upload(gpu, kv.dtype(), &sentinel)?;
+            launch_kv_append(
+                gpu,
+                kv,
+                dptr(gpu, &dk),
+                dptr(gpu, &dv),
+                kc.device_ptr(gpu),
+                vc.device_ptr(gpu),
+                pos0,
+                t,
+                width,
+            )?;
+            gpu.synchronize()?;
+            let mut exact = true;
+            for (cache, src) in [(&kc, &k), (&vc, &v)] {
+                let got = cache.download(gpu)?;
+                let mut want: Vec<f32> = sentinel.iter().map(|&x| kv.round(x)).collect();
+                for (w, &s) in want[pos0 * width..].iter_mut().zip(src) {
+                    *w = kv.round(s);
+                }
+                exact &= got.len() == want.len()
+                    && got
+                        .iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+            }
+            outcomes.push(Outcome {
+                route: append_spec(kv).entry,
+                shape: format!("t={t} pos0={pos0} width={width} (bit-exact)"),
+                rel_l2: if exact { 0.0 } else { f64::INFINITY },
+                allowance: 0.0,
+                pass: exact,
+            });
+        }
+    }
+    Ok(outcomes)
+}
+
+/// A decode step (append + attention) captured once in a CUDA graph and replayed on new
+/// q, new rows and a new history written into the captured buffers.
+fn qualify_graph_replay(gpu: &Gpu, rng: &mut impl Rng) -> Result<Outcome, GpuError> {
+    let (dims, kv, t, pos0) = (QWEN36_27B, KvType::Bf16, 1, 2000);
+    let route = AttnRoute::choose(kv, dims, t);
+    let mut ws = AttnWorkspace::new(gpu, dims, t, 4096)?;
+    let mut p = Problem::new(gpu, rng, dims, kv, t, pos0)?;
+    let mut out = gpu.upload(&vec![f32::NAN; t * dims.q_width()])?;
+    let graph = crate::gpu::Graph::capture(gpu, || {
+        p.append(gpu)?;
+        p.attend(gpu, &route, &mut ws, &out)
+    })?;
+    let mut worst: Option<Outcome> = None;
+    for _ in 0..3 {
+        // New data into the same buffers.
+        let fresh = Problem::new(gpu, rng, dims, kv, t, pos0)?;
+        let s = gpu.stream();
+        let copy = |e| GpuError::driver("refreshing graph inputs", e);
+        s.memcpy_dtod(&fresh.q, &mut p.q).map_err(copy)?;
+        s.memcpy_dtod(&fresh.k_new, &mut p.k_new).map_err(copy)?;
+        s.memcpy_dtod(&fresh.v_new, &mut p.v_new).map_err(copy)?;
+        for (dst, src) in [
+            (&mut p.k_cache, &fresh.k_cache),
+            (&mut p.v_cache, &fresh.v_cache),
+        ] {
+            match (dst, src) {
+                (AnyBuffer::Bf16(d), AnyBuffer::Bf16(s2)) => s.memcpy_dtod(s2, d),
+                (AnyBuffer::F32(d), AnyBuffer::F32(s2)) => s.memcpy_dtod(s2, d),
+                _ => unreachable!("same cache type"),
+            }
+            .map_err(copy)?;
+        }
+        s.memcpy_htod(&vec![f32::NAN; out.len()], &mut out)
+            .map_err(copy)?;
+        poison_workspace(gpu, &mut ws)?;
+        graph.replay()?;
+        gpu.synchronize()?;
+        let o = Outcome::compare(
+            format!("{} (graph replay)", route.spec().entry),
+            p.shape(),
+            &gpu.download(&out)?,
+            &fresh.want,
+            ALLOW_F32,
+        );
+        if worst.as_ref().is_none_or(|w| w.rel_l2 < o.rel_l2) {
+            worst = Some(o);
+        }
+    }
+    Ok(worst.expect("three replays ran"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_first_row_returns_its_groups_value() {
+        // Row 0 at position 0 sees one key: the output is that key's value row.
+        let dims = AttnDims::new(4, 2, 2);
+        let q = [1.0, 2.0, -3.0, 0.5, 7.0, 7.0, 0.0, 1.0];
+        let k = [0.3, -0.1, 2.0, 1.0];
+        let v = [1.0, 2.0, 3.0, 4.0];
+        let o = reference(&q, &k, &v, 1, 0, dims, 0.7);
+        assert_eq!(o, vec![1.0, 2.0, 1.0, 2.0, 3.0, 4.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn reference_matches_a_hand_computed_softmax() {
+        // One head, hd 1, two keys; row 1 at position 1 sees both.
+        let dims = AttnDims::new(1, 1, 1);
+        let (q, k, v) = ([5.0, 2.0], [1.0, 3.0], [10.0, -4.0]);
+        let o = reference(&q, &k, &v, 2, 0, dims, 0.5);
+        assert_eq!(o[0], 10.0);
+        let (a, b) = ((2.0f64 * 1.0 * 0.5).exp(), (2.0f64 * 3.0 * 0.5).exp());
+        let want = (a * 10.0 + b * -4.0) / (a + b);
+        assert!((o[1] - want).abs() < 1e-12, "{} vs {want}", o[1]);
+        // The same row as a decode step at pos0 = 1 gives the same value.
+        let o1 = reference(&q[1..], &k, &v, 1, 1, dims, 0.5);
+        assert!((o1[0] - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reference_matches_the_cpu_backend() {
+        use crate::engine::backend::{AttnShape, Backend};
+        use crate::engine::cpu::{CpuBackend, Mat};
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let dims = AttnDims::new(6, 2, 8);
+        let (t0, t1) = (3, 4);
+        let b = CpuBackend;
+        let shape = AttnShape {
+            n_heads: 6,
+            n_kv_heads: 2,
+            head_dim: 8,
+        };
+        let mut cache = b.new_kv_cache(1, shape);
+        let q = normals(&mut rng, (t0 + t1) * 48, 1.0);
+        let k = normals(&mut rng, (t0 + t1) * 16, 1.0);
+        let v = normals(&mut rng, (t0 + t1) * 16, 1.0);
+        let _ = b.attention(
+            &mut cache,
+            0,
+            &Mat::new(t0, 48, q[..t0 * 48].to_vec()),
+            &Mat::new(t0, 16, k[..t0 * 16].to_vec()),
+            &Mat::new(t0, 16, v[..t0 * 16].to_vec()),
+        );
+        b.kv_advance(&mut cache, t0);
+        let got = b.attention(
+            &mut cache,
+            0,
+            &Mat::new(t1, 48, q[t0 * 48..].to_vec()),
+            &Mat::new(t1, 16, k[t0 * 16..].to_vec()),
+            &Mat::new(t1, 16, v[t0 * 16..].to_vec()),
+        );
+        let want = reference(
+            &to_f64(&q[t0 * 48..]),
+            &to_f64(&k),
+            &to_f64(&v),
+            t1,
+            t0,
+            dims,
+            1.0 / 8f64.sqrt(),
+        );
+        assert!(crate::qualify::rel_l2(&got.data, &want) < 1e-6);
+    }
+
+    #[test]
+    fn choose_splits_small_t_and_rejects_unknown_head_dims() {
+        for t in [1, 2, 8] {
+            assert!(matches!(
+                AttnRoute::choose(KvType::F32, LLAMA_8B, t).kind,
+                AttnKind::Decode { .. }
+            ));
+        }
+        for t in [9, 64, 4096] {
+            assert!(matches!(
+                AttnRoute::choose(KvType::Bf16, SMOLLM2, t).kind,
+                AttnKind::Prefill { .. }
+            ));
+        }
+        let r =
+            std::panic::catch_unwind(|| AttnRoute::choose(KvType::F32, AttnDims::new(8, 8, 96), 1));
+        let msg = r.unwrap_err();
+        let msg = msg.downcast_ref::<String>().unwrap();
+        assert!(msg.contains("head_dim 96"), "{msg}");
+    }
+
+    #[test]
+    fn every_chosen_route_is_registered_and_fits_shared_memory() {
+        let specs = instantiations();
+        for kv in KvType::ALL {
+            for dims in QUALIFY_DIMS {
+                for t in [1, 8, 9, 512] {
+                    for s in AttnRoute::choose(kv, dims, t).specs() {
+                        assert!(
+                            specs.contains(&s),
+                            "{} is chosen but not registered",
+                            s.entry
+                        );
+                    }
+                }
+            }
+        }
+        for r in AttnRoute::all() {
+            assert!(
+                r.smem_bytes() <= 227 * 1024,
+                "{:?} needs too much shared memory",
+                r
+            );
+            let (nq, g) = r.tile();
+            assert!(
+                nq * g <= 1024
+                    && 32usize.is_multiple_of(g)
+                    && r.head_dim.is_multiple_of(4 * g)
+                    && KT.is_multiple_of(g)
+            );
+        }
+        assert!(DECODE_SPLITS.iter().all(|s| s % KT == 0));
+    }
+
+    #[test]
+    fn split_plan_covers_every_key_within_the_slots() {
+        for n in [1, 63, 64, 65, 4096, 8192, 100_000] {
+            for split in DECODE_SPLITS {
+                for max in [1, 7, 8, 256] {
+                    let (splits, mult) = split_plan(n, split, max);
+                    assert!(
+                        splits <= max && splits >= 1,
+                        "n={n} split={split} max={max}"
+                    );
+                    assert!(splits * split * mult >= n);
+                    assert!((splits - 1) * split * mult < n, "an empty split");
+                }
+            }
+        }
+        assert_eq!(split_plan(4096, 64, 256), (64, 1));
+        assert_eq!(split_plan(4096, 64, 8), (8, 8));
+    }
+}

@@ -1,0 +1,201 @@
+{#
+  Causal GQA attention of query rows against a KV cache, flash style, f32 math.
+
+  One block takes NQ query vectors of one KV head g: the vectors are the pairs
+  (row i, head h) with h in g's group, numbered v = i * rep + (h - g * rep), so a block
+  covers whole GQA groups of consecutive rows and every vector in it reads the same K/V.
+  K/V come through shared memory in tiles of KT keys (converted to f32 on load) that all
+  NQ vectors of the block reuse. G lanes serve one vector: each scores KT/G keys of the
+  tile and owns HD/G elements of the output, with an online (running max) softmax.
+
+  mode "direct": the block scans keys 0 ..= its last row's position and writes the
+  normalised output rows (the prefill route).
+  mode "split":  blockIdx.z picks a range of split * split_mult keys; the block writes its
+  partial (max, sum, unnormalised acc) to the workspace and attn_combine merges them
+  (the decode route, split-K over the cache).
+
+  Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split.
+  Pointers must be 16-byte aligned (float4 / 4 x bf16 loads).
+
+  Tensor cores would go in the two inner products below (Q K^T over the tile and P V):
+  an mma.sync m16n8k16 bf16 pair with the tile staged as bf16 would replace the float4
+  loops; the tiling and the online softmax stay as they are.
+#}
+{% include "common/types.cuh" %}
+
+#define HD {{ hd }}
+#define NQ {{ nq }}
+#define G {{ g }}
+#define KT {{ kt }}
+#define NT (NQ * G)
+#define KPT (KT / G)          // keys each lane scores per tile
+#define CPT (HD / (4 * G))    // float4 chunks of the output row each lane owns
+#define QS (HD + 4)           // padded row stride of the Q and K tiles: conflict-free float4 reads
+#define PS (KT + 1)           // padded row stride of the probabilities
+#define NEG_INF __uint_as_float(0xff800000u)
+
+__device__ __forceinline__ float4 ld4(const float* p) { return *(const float4*)p; }
+__device__ __forceinline__ float4 ld4(const bf16_t* p) {
+    const uint2 u = *(const uint2*)p;
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+__device__ __forceinline__ float dot4(float4 a, float4 b) {
+    return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+
+// Reductions over the G lanes of one query vector (G divides 32, groups are aligned).
+__device__ __forceinline__ float group_max(float v) {
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+{{ kernel_name }}(const float* __restrict__ q,          // [t, n_heads * HD]
+                  const {{ kv_type }}* __restrict__ kc,  // [capacity, n_kv * HD]
+                  const {{ kv_type }}* __restrict__ vc,  // [capacity, n_kv * HD]
+                  float* __restrict__ out,   // direct: [t, n_heads * HD]; split: acc [t * n_heads, max_splits, HD]
+                  float* __restrict__ ml,    // split: [t * n_heads, max_splits, 2] (max in log2 units, sum)
+                  int t, int pos0, int n_heads, int n_kv,
+                  int max_splits, int split_mult,
+                  float scale_log2)          // softmax scale * log2(e)
+{
+    extern __shared__ float4 smem4[];
+    float* qs = (float*)smem4;     // [NQ][QS]
+    float* ks = qs + NQ * QS;      // [KT][QS]
+    float* vs = ks + KT * QS;      // [KT][HD]
+    float* ps = vs + KT * HD;      // [NQ][PS]
+
+    const int rep = n_heads / n_kv;
+    const int g = blockIdx.y;
+    const int nv = t * rep;
+    // The last tiles hold the latest rows, which see the most keys: start them first.
+    const int v0 = (gridDim.x - 1 - blockIdx.x) * NQ;
+    const long long qd = (long long)n_heads * HD;
+    const long long kvw = (long long)n_kv * HD;
+
+    for (int e = threadIdx.x; e < NQ * (HD / 4); e += NT) {
+        const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
+        const int v = v0 + r;
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (v < nv) {
+            const int i = v / rep, h = g * rep + v % rep;
+            x = *(const float4*)(q + i * qd + (long long)h * HD + c);
+            x.x *= scale_log2; x.y *= scale_log2; x.z *= scale_log2; x.w *= scale_log2;
+        }
+        *(float4*)(qs + r * QS + c) = x;
+    }
+
+    const int my_r = threadIdx.x / G, slot = threadIdx.x % G;
+    const int my_v = v0 + my_r;
+    // The last key position this vector may see (vectors past the end copy the last row).
+    const int my_lim = pos0 + min(my_v, nv - 1) / rep;
+    const int blk_end = pos0 + (min(v0 + NQ, nv) - 1) / rep + 1;
+{%- if mode == "split" %}
+    const int span = {{ split }} * split_mult;
+    const int k_begin = blockIdx.z * span;
+    const int k_end = min(blk_end, k_begin + span);
+{%- else %}
+    const int k_begin = 0;
+    const int k_end = blk_end;
+{%- endif %}
+
+    float m = NEG_INF, l = 0.f;
+    float4 acc[CPT];
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+
+    for (int k0 = k_begin; k0 < k_end; k0 += KT) {
+        __syncthreads();  // the previous tile is consumed (and Q is stored)
+#pragma unroll 4
+        for (int e = threadIdx.x; e < KT * (HD / 4); e += NT) {
+            const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
+            const int p = k0 + r;
+            float4 kx = make_float4(0.f, 0.f, 0.f, 0.f), vx = kx;
+            if (p < k_end) {
+                const long long off = p * kvw + (long long)g * HD + c;
+                kx = ld4(kc + off);
+                vx = ld4(vc + off);
+            }
+            *(float4*)(ks + r * QS + c) = kx;
+            *(float4*)(vs + r * HD + c) = vx;
+        }
+        __syncthreads();
+
+        // Scores of this lane's keys slot, slot + G, ... (already in log2 units).
+        float s[KPT];
+#pragma unroll
+        for (int j = 0; j < KPT; ++j) s[j] = 0.f;
+#pragma unroll 8
+        for (int c = 0; c < HD; c += 4) {
+            const float4 qv = *(const float4*)(qs + my_r * QS + c);
+#pragma unroll
+            for (int j = 0; j < KPT; ++j) s[j] += dot4(qv, *(const float4*)(ks + (slot + j * G) * QS + c));
+        }
+        float tmax = NEG_INF;
+#pragma unroll
+        for (int j = 0; j < KPT; ++j) {
+            const int p = k0 + slot + j * G;
+            if (p >= k_end || p > my_lim) s[j] = NEG_INF;
+            tmax = fmaxf(tmax, s[j]);
+        }
+        const float m_new = fmaxf(m, group_max(tmax));
+        // A vector that has seen no key yet keeps m = -inf; exponentiate against 0 then
+        // (every p is 0), never against -inf (which would give NaN).
+        const float m_use = m_new == NEG_INF ? 0.f : m_new;
+        const float alpha = exp2f(m - m_use);
+        float psum = 0.f;
+#pragma unroll
+        for (int j = 0; j < KPT; ++j) {
+            const float p = exp2f(s[j] - m_use);
+            psum += p;
+            ps[my_r * PS + slot + j * G] = p;
+        }
+        l = l * alpha + group_sum(psum);
+        m = m_new;
+        __syncwarp();  // the group's probabilities are visible to the group
+
+#pragma unroll
+        for (int c = 0; c < CPT; ++c) {
+            acc[c].x *= alpha; acc[c].y *= alpha; acc[c].z *= alpha; acc[c].w *= alpha;
+        }
+#pragma unroll 4
+        for (int j = 0; j < KT; ++j) {
+            const float p = ps[my_r * PS + j];
+#pragma unroll
+            for (int c = 0; c < CPT; ++c) {
+                const float4 vv = *(const float4*)(vs + j * HD + (c * G + slot) * 4);
+                acc[c].x += p * vv.x; acc[c].y += p * vv.y; acc[c].z += p * vv.z; acc[c].w += p * vv.w;
+            }
+        }
+    }
+
+    if (my_v < nv) {
+        const int i = my_v / rep, h = g * rep + my_v % rep;
+{%- if mode == "split" %}
+        const long long pi = ((long long)i * n_heads + h) * max_splits + blockIdx.z;
+        float* a = out + pi * HD;
+#pragma unroll
+        for (int c = 0; c < CPT; ++c) *(float4*)(a + (c * G + slot) * 4) = acc[c];
+        if (slot == 0) {
+            ml[2 * pi] = m;
+            ml[2 * pi + 1] = l;
+        }
+{%- else %}
+        const float inv = 1.f / l;  // l >= 1: key 0 is in every row's range
+        float* o = out + i * qd + (long long)h * HD;
+#pragma unroll
+        for (int c = 0; c < CPT; ++c) {
+            float4 r = acc[c];
+            r.x *= inv; r.y *= inv; r.z *= inv; r.w *= inv;
+            *(float4*)(o + (c * G + slot) * 4) = r;
+        }
+{%- endif %}
+    }
+}
