@@ -13,5 +13,6 @@ pub mod gpu;
 pub mod jit;
 pub mod model;
 pub mod ops;
+pub mod perplexity;
 pub mod qualify;
 pub mod tune;

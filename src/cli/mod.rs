@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod devices;
 pub mod kernels;
+pub mod perplexity;
 pub mod precision;
 pub mod qualify;
 pub mod run;
