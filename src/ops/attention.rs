@@ -141,7 +141,8 @@ const DECODE_NQ: usize = 8;
 const DECODE_G: usize = 16;
 /// Lanes per query vector in the prefill route.
 const PREFILL_G: usize = 8;
-const COMBINE_BLOCK: u32 = 64;
+/// Threads of the combine kernel: one split each (so at least MAX_SPLITS).
+const COMBINE_BLOCK: u32 = 256;
 const APPEND_BLOCK: u32 = 256;
 
 /// Which of the two kernels a route runs, with its tuning parameter.
@@ -861,6 +862,114 @@ fn qualify_graph_replay(gpu: &Gpu, rng: &mut impl Rng) -> Result<Outcome, GpuErr
     Ok(worst.expect("three replays ran"))
 }
 
+/// Attention timings: decode steps (t = 1) at growing contexts, judged by the bytes of the
+/// cache they must read, and prefill blocks from position 0, judged by their flops. Every
+/// tuner candidate of the route's kind runs; caches rotate over sets larger than L2.
+pub fn bench(
+    ctx: &crate::bench::BenchCtx,
+    filter: Option<&str>,
+) -> Result<Vec<crate::bench::BenchRecord>, GpuError> {
+    use crate::bench::{median_us, rotation_sets};
+    let gpu = ctx.gpu;
+    let mut records = Vec::new();
+    let mut cases: Vec<(AttnDims, KvType, usize, usize)> = Vec::new();
+    for (dims, kv) in [
+        (LLAMA_8B, KvType::Bf16),
+        (QWEN36_27B, KvType::Bf16),
+        (QWEN36_27B, KvType::F32),
+        (SMOLLM2, KvType::F32),
+    ] {
+        for ctx_len in [512, 4096, 8192, 32768] {
+            cases.push((dims, kv, 1, ctx_len - 1));
+        }
+        cases.push((dims, kv, 512, 0));
+        cases.push((dims, kv, 4096, 0));
+    }
+    for (dims, kv, t, pos0) in cases {
+        let chosen = AttnRoute::choose(kv, dims, t);
+        let what = format!(
+            "attention {}",
+            if t <= DECODE_MAX_T {
+                "decode"
+            } else {
+                "prefill"
+            }
+        );
+        let n = pos0 + t;
+        let kvw = dims.kv_width();
+        let cache_bytes = 2 * n * kvw * kv.bytes();
+        let sets = rotation_sets(gpu, cache_bytes);
+        let caches: Vec<(CudaSlice<u8>, CudaSlice<u8>)> = (0..sets)
+            .map(|_| -> Result<_, GpuError> {
+                // Random bits would hold NaNs; small normals converted to the type.
+                let vals: Vec<f32> = (0..n * kvw)
+                    .map(|i| ((i * 7919) % 101) as f32 * 0.01 - 0.5)
+                    .collect();
+                let bytes: Vec<u8> = match kv {
+                    KvType::F32 => vals.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                    KvType::Bf16 => vals
+                        .iter()
+                        .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+                        .collect(),
+                };
+                Ok((gpu.upload(&bytes)?, gpu.upload(&bytes)?))
+            })
+            .collect::<Result<_, _>>()?;
+        let q = gpu.upload(&vec![0.05f32; t * dims.q_width()])?;
+        let out: CudaSlice<f32> = gpu.alloc_zeros(t * dims.q_width())?;
+        let mut ws = AttnWorkspace::new(gpu, dims, t, n)?;
+        let scale = 1.0 / (dims.head_dim as f32).sqrt();
+        let candidates: Vec<AttnRoute> = AttnRoute::all()
+            .into_iter()
+            .filter(|r| {
+                r.kv == kv
+                    && r.head_dim == dims.head_dim
+                    && std::mem::discriminant(&r.kind) == std::mem::discriminant(&chosen.kind)
+            })
+            .collect();
+        for route in candidates {
+            let entry = route.spec().entry;
+            if filter.is_some_and(|f| !what.contains(f) && !entry.contains(f)) {
+                continue;
+            }
+            // Timed as CUDA graph replays, as the decode step runs: the launches' host
+            // cost (kernel lookup, argument packing) is not the kernel's.
+            let graphs: Vec<crate::gpu::Graph> = caches
+                .iter()
+                .map(|(kc, vc)| {
+                    crate::gpu::Graph::capture(gpu, || {
+                        launch_attention(
+                            gpu,
+                            &route,
+                            &mut ws,
+                            dptr(gpu, &q),
+                            dptr(gpu, kc),
+                            dptr(gpu, vc),
+                            dptr(gpu, &out),
+                            t,
+                            pos0,
+                            dims,
+                            scale,
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            let us = median_us(gpu, 3, 30, |i| graphs[i % sets].replay())?;
+            // Keys each row sees, summed: the causal triangle.
+            let pairs = (0..t).map(|i| (pos0 + i + 1) as f64).sum::<f64>();
+            let flops = 4.0 * pairs * dims.n_heads as f64 * dims.head_dim as f64;
+            let bytes = (cache_bytes + 2 * t * dims.q_width() * 4) as f64;
+            let shape = format!("{} {} t={t} ctx={n}", dims.describe(), kv.short());
+            let mut rec = ctx.record(what.clone(), entry.clone(), shape, us, bytes, flops);
+            if route == chosen {
+                rec.route.push_str(" (default)");
+            }
+            records.push(rec);
+        }
+    }
+    Ok(records)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -988,6 +1097,7 @@ mod tests {
             );
         }
         assert!(DECODE_SPLITS.iter().all(|s| s % KT == 0));
+        assert!(MAX_SPLITS <= COMBINE_BLOCK as usize);
     }
 
     #[test]
@@ -1007,5 +1117,58 @@ mod tests {
         }
         assert_eq!(split_plan(4096, 64, 256), (64, 1));
         assert_eq!(split_plan(4096, 64, 8), (8, 8));
+    }
+
+    /// `cargo test --release --lib ops::attention::tests::gpu_bench -- --ignored --nocapture`
+    /// on a machine with a GPU: the bench table without the CLI.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_bench() {
+        let gpu = Gpu::open(0).unwrap();
+        let copy = crate::bench::measure_copy_bandwidth(&gpu).unwrap();
+        let ctx = crate::bench::BenchCtx {
+            gpu: &gpu,
+            copy_bytes_per_s: copy,
+            gemm_flops_per_s: Some(crate::bench::measure_gemm_rate(&gpu).unwrap()),
+            rev: "test".into(),
+            command: "gpu_bench".into(),
+        };
+        let filter = std::env::var("ATTN_BENCH_FILTER").ok();
+        let records = bench(&ctx, filter.as_deref()).unwrap();
+        for r in &records {
+            println!(
+                "{:34} {:40} {:>10.2} us  {:>5.1}% of {}",
+                r.route,
+                r.shape,
+                r.median_us,
+                100.0 * r.fraction,
+                r.ceiling
+            );
+        }
+    }
+
+    /// `qualify` without the CLI (same as `ninfer qualify --filter attn_`).
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_qualify() {
+        use rand::SeedableRng;
+        let gpu = Gpu::open(0).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let outcomes = qualify(&gpu, &mut rng).unwrap();
+        let worst = outcomes
+            .iter()
+            .filter(|o| o.allowance > 0.0)
+            .map(|o| o.rel_l2)
+            .fold(0.0, f64::max);
+        let failed: Vec<_> = outcomes.iter().filter(|o| !o.pass).collect();
+        println!(
+            "{} checks, {} failed, worst rel L2 {worst:.3e}",
+            outcomes.len(),
+            failed.len()
+        );
+        for o in &failed {
+            println!("FAIL {} {} {:.3e}", o.route, o.shape, o.rel_l2);
+        }
+        assert!(failed.is_empty());
     }
 }
