@@ -106,6 +106,7 @@ extern "C" __global__ void __launch_bounds__(NT)
     const int k_end = blk_end;
 {%- endif %}
 
+    const bool warp_live = v0 + (int)(threadIdx.x & ~31u) / G < nv;  // uniform per warp
     float m = NEG_INF, l = 0.f;
     float4 acc[CPT];
 #pragma unroll
@@ -113,7 +114,8 @@ extern "C" __global__ void __launch_bounds__(NT)
 
     for (int k0 = k_begin; k0 < k_end; k0 += KT) {
         __syncthreads();  // the previous tile is consumed (and Q is stored)
-#pragma unroll 4
+        // Fully unrolled so that every load of the tile is in flight at once.
+#pragma unroll
         for (int e = threadIdx.x; e < KT * (HD / 4); e += NT) {
             const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
             const int p = k0 + r;
@@ -127,6 +129,9 @@ extern "C" __global__ void __launch_bounds__(NT)
             *(float4*)(vs + r * HD + c) = vx;
         }
         __syncthreads();
+        // A warp whose vectors are all past the end (rep < NQ at t = 1, the last tile of
+        // a prefill) only helps load.
+        if (!warp_live) continue;
 
         // Scores of this lane's keys slot, slot + G, ... (already in log2 units).
         float s[KPT];
