@@ -96,6 +96,12 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
     if wanted(ops::attention::instantiations()) {
         outcomes.extend(ops::attention::qualify(gpu, &mut rng)?);
     }
+    if wanted(ops::elementwise::instantiations()) {
+        outcomes.extend(ops::elementwise::qualify(gpu, &mut rng)?);
+    }
+    if wanted(ops::rope::instantiations()) {
+        outcomes.extend(ops::rope::qualify(gpu, &mut rng)?);
+    }
     outcomes.retain(|o| matches(&o.route));
     Ok(outcomes)
 }

@@ -12,6 +12,8 @@ pub fn all() -> Vec<KernelSpec> {
     specs.extend(crate::ops::embedding::instantiations());
     specs.extend(crate::ops::gdn::instantiations());
     specs.extend(crate::ops::attention::instantiations());
+    specs.extend(crate::ops::elementwise::instantiations());
+    specs.extend(crate::ops::rope::instantiations());
     specs
 }
 

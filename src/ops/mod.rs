@@ -2,11 +2,13 @@
 //! its GPU routes are qualified against) and its CUDA routes.
 
 pub mod attention;
+pub mod elementwise;
 pub mod embedding;
 pub mod gdn;
 pub mod linear;
 pub mod mma_probe;
 pub mod rmsnorm;
+pub mod rope;
 pub mod weight;
 
 use serde::Serialize;
