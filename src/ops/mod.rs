@@ -6,6 +6,7 @@ pub mod elementwise;
 pub mod embedding;
 pub mod gdn;
 pub mod linear;
+pub mod linear_exact;
 pub mod mma_probe;
 pub mod rmsnorm;
 pub mod rope;

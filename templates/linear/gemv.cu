@@ -1,6 +1,7 @@
 {#
-  Small-T linear: Y[T,N] = X[T,K] * W[N,K]^T (+ epilogue), W in any weight format, X bf16,
-  Y bf16, f32 accumulation. For T up to `tt` columns per launch (the host tiles larger T).
+  Small-T linear: Y[T,N] = X[T,K] * W[N,K]^T (+ epilogue), W in any weight format, X and Y
+  bf16 (or f32 with act = "f32": the exact route of the cuda backend's reference mode),
+  f32 accumulation. For T up to `tt` columns per launch (the host tiles larger T).
 
   One warp per `rows` consecutive output rows; lanes stride over the row's groups, decode
   each group once (the format's fmt_decode_group) and use it for every column, so the
@@ -16,6 +17,15 @@
 {{ format_code }}
 
 #define TT {{ tt }}
+{%- if act is defined and act == "f32" %}
+typedef float act_t;
+__device__ __forceinline__ float act_load(const act_t* p, long long i) { return p[i]; }
+__device__ __forceinline__ act_t act_store(float v) { return v; }
+{%- else %}
+typedef bf16_t act_t;
+__device__ __forceinline__ float act_load(const act_t* p, long long i) { return bf16_to_f32(p[i]); }
+__device__ __forceinline__ act_t act_store(float v) { return f32_to_bf16(v); }
+{%- endif %}
 #define ROWS {{ rows }}
 {%- if epilogue == "swiglu" %}
 #define MATS 2
@@ -45,13 +55,36 @@ __device__ __forceinline__ float dot_group_bf16(const float* w, const bf16_t* __
     return acc;
 }
 
+// The same with f32 activations (16-byte loads).
+__device__ __forceinline__ float dot_group_f32(const float* w, const float* __restrict__ x) {
+    float acc = 0.0f;
+#if FMT_GROUP % 4 == 0
+    const float4* xv = (const float4*)x;
+#pragma unroll
+    for (int i = 0; i < FMT_GROUP / 4; ++i) {
+        const float4 u = __ldg(xv + i);
+        acc = fmaf(w[4 * i], u.x, acc);
+        acc = fmaf(w[4 * i + 1], u.y, acc);
+        acc = fmaf(w[4 * i + 2], u.z, acc);
+        acc = fmaf(w[4 * i + 3], u.w, acc);
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < FMT_GROUP; ++i) acc = fmaf(w[i], x[i], acc);
+#endif
+    return acc;
+}
+
+__device__ __forceinline__ float dot_group(const float* w, const bf16_t* __restrict__ x) { return dot_group_bf16(w, x); }
+__device__ __forceinline__ float dot_group(const float* w, const float* __restrict__ x) { return dot_group_f32(w, x); }
+
 extern "C" __global__ void __launch_bounds__({{ warps }} * 32)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
                   const u8* __restrict__ q2, const u8* __restrict__ s2,
                   long long q_row_bytes, long long s_row_bytes,
-                  const bf16_t* __restrict__ x,
-                  const bf16_t* residual,
-                  bf16_t* y,
+                  const act_t* __restrict__ x,
+                  const act_t* residual,
+                  act_t* y,
                   int T, int N, int K)
 {
     const int lane = threadIdx.x & 31;
@@ -80,11 +113,29 @@ extern "C" __global__ void __launch_bounds__({{ warps }} * 32)
                 fmt_decode_group(qm + row * q_row_bytes, sm + row * s_row_bytes, g, w);
 #pragma unroll
                 for (int t = 0; t < TT; ++t) {
-                    if (t < T) acc[m][r][t] += dot_group_bf16(w, x + (long long)t * K + (long long)g * FMT_GROUP);
+                    if (t < T) acc[m][r][t] += dot_group(w, x + (long long)t * K + (long long)g * FMT_GROUP);
                 }
             }
         }
     }
+#ifdef NINFER_FMT_DENSE
+    // Dense formats take any K: the elements past the last whole group, one per lane.
+    for (int kk = groups * FMT_GROUP + lane; kk < K; kk += 32) {
+#pragma unroll
+        for (int m = 0; m < MATS; ++m) {
+            const u8* qm = m == 0 ? q : q2;
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+                const int row = min(row0 + r, N - 1);
+                const float wv = FMT_LOAD((const FMT_ELEM*)(qm + row * q_row_bytes), kk);
+#pragma unroll
+                for (int t = 0; t < TT; ++t) {
+                    if (t < T) acc[m][r][t] = fmaf(wv, act_load(x, (long long)t * K + kk), acc[m][r][t]);
+                }
+            }
+        }
+    }
+#endif
 
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
@@ -99,9 +150,9 @@ extern "C" __global__ void __launch_bounds__({{ warps }} * 32)
             if (lane == 0 && row < N && t < T) {
                 const long long o = (long long)t * N + row;
 {%- if epilogue == "residual" %}
-                v += bf16_to_f32(residual[o]);
+                v += act_load(residual, o);
 {%- endif %}
-                y[o] = f32_to_bf16(v);
+                y[o] = act_store(v);
             }
         }
     }
