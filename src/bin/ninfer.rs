@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ninfer::cli::{self, bench, devices, kernels, qualify, run};
+use ninfer::cli::{self, bench, compare, devices, kernels, qualify, run};
 
 /// ninfer: LLM inference on one NVIDIA GPU, with kernels compiled at run time from templates.
 #[derive(Debug, Parser)]
@@ -17,6 +17,8 @@ struct Cli {
 enum Command {
     /// Generate text from a prompt (streamed), then print the speed on stderr.
     Run(run::RunArgs),
+    /// Check the GPU engine against the cpu backend: greedy tokens and logits on one model.
+    Compare(compare::CompareArgs),
     /// Show the GPUs the CUDA driver sees, with the properties the engine uses.
     Devices(devices::DevicesArgs),
     /// List, render and build kernels; manage the kernel cache.
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let args = Cli::parse();
     cli::finish(match &args.command {
         Command::Run(a) => run::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Kernels { command } => kernels::run(command),
         Command::Qualify(a) => qualify::run(a),

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::precision::PrecisionArgs;
-use super::run::Device;
+use super::run::{choose_backend, Chosen, Device};
 use super::CliError;
 use crate::engine::backend::Backend;
-use crate::engine::CpuBackend;
+use crate::engine::cuda::CudaOptions;
 use crate::model::arch;
 use crate::model::default_model::sha256_file;
 use crate::model::ModelFiles;
@@ -170,11 +170,10 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
         bos,
     };
 
-    // The one place a backend is chosen: each arm hands its backend to `run_on` (the GPU
-    // engine joins as one more arm).
-    let (totals, device) = match args.device {
-        Device::Cpu | Device::Auto => run_on(CpuBackend, &job)?,
-        Device::Cuda => return Err(cuda_not_ready()),
+    // The one place a backend is chosen: each arm hands its backend to `run_on`.
+    let (totals, device) = match choose_backend(args.device, CudaOptions::default())? {
+        Chosen::Cpu(b) => run_on(b, &job)?,
+        Chosen::Cuda(b) => run_on(b, &job)?,
     };
 
     let se = totals.se();
@@ -226,10 +225,6 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
         })?;
     }
     Ok(())
-}
-
-fn cuda_not_ready() -> CliError {
-    CliError::usage("the GPU engine cannot score text yet; use --device cpu (or auto)")
 }
 
 /// The precision flags are accepted for the command line's sake but no backend applies them

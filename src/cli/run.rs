@@ -5,20 +5,66 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::CliError;
+use crate::engine::cuda::{CudaBackend, CudaOptions};
 use crate::engine::generate::{generate, GenerateOptions, Sampling, TextStream};
-use crate::engine::CpuBackend;
+use crate::engine::{Backend, CpuBackend};
 use crate::model::arch::{self, CausalLm};
-use crate::model::ChatMessage;
+use crate::model::{ChatMessage, ModelFiles};
 
 /// Where the model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Device {
     /// The reference CPU backend (slow, needs no GPU).
     Cpu,
-    /// The GPU engine (not built yet).
+    /// The GPU engine (device 0).
     Cuda,
-    /// The GPU when the engine supports it, else the CPU (today: the CPU).
+    /// The GPU when there is one, else the CPU.
     Auto,
+}
+
+/// The backend a `--device` choice resolves to.
+pub enum Chosen {
+    Cpu(CpuBackend),
+    Cuda(CudaBackend),
+}
+
+impl Chosen {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Chosen::Cpu(_) => "cpu",
+            Chosen::Cuda(_) => "cuda",
+        }
+    }
+}
+
+/// Opens the backend for `device`: `cuda` insists on a GPU, `auto` takes one when the
+/// driver and a device are there and falls back to the CPU otherwise.
+pub fn choose_backend(device: Device, opts: CudaOptions) -> Result<Chosen, CliError> {
+    let has_gpu = || {
+        crate::gpu::driver_available() && crate::gpu::list_devices().is_ok_and(|d| !d.is_empty())
+    };
+    match device {
+        Device::Cpu => Ok(Chosen::Cpu(CpuBackend)),
+        Device::Cuda => {
+            if !has_gpu() {
+                return Err(CliError::usage(
+                    "--device cuda needs an NVIDIA GPU and its driver, and this machine has none; use --device cpu",
+                ));
+            }
+            Ok(Chosen::Cuda(CudaBackend::open(0, opts)?))
+        }
+        Device::Auto => {
+            if has_gpu() {
+                match CudaBackend::open(0, opts) {
+                    Ok(b) => return Ok(Chosen::Cuda(b)),
+                    Err(e) => {
+                        tracing::warn!("the GPU could not be opened ({e}); running on the cpu")
+                    }
+                }
+            }
+            Ok(Chosen::Cpu(CpuBackend))
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -68,11 +114,6 @@ fn read_prompt(args: &RunArgs) -> Result<String, CliError> {
 }
 
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
-    if args.device == Device::Cuda {
-        return Err(CliError::usage(
-            "the GPU engine cannot generate text yet; use --device cpu (or auto)",
-        ));
-    }
     if !(args.top_p > 0.0 && args.top_p <= 1.0) {
         return Err(CliError::usage("--top-p must be in (0, 1]"));
     }
@@ -103,8 +144,20 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if ids.is_empty() {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
-    let backend = CpuBackend;
-    let model = arch::load(&backend, &files).map_err(|e| CliError::failed(e.to_string()))?;
+    match choose_backend(args.device, CudaOptions::default())? {
+        Chosen::Cpu(b) => generate_on(&b, &files, &ids, args),
+        Chosen::Cuda(b) => generate_on(&b, &files, &ids, args),
+    }
+}
+
+/// Generation on one backend, streamed to stdout, with the speed line on stderr.
+fn generate_on<B: Backend>(
+    backend: &B,
+    files: &ModelFiles,
+    ids: &[u32],
+    args: &RunArgs,
+) -> Result<(), CliError> {
+    let model = arch::load(backend, files).map_err(|e| CliError::failed(e.to_string()))?;
     let mut state = model.new_state();
     let opts = GenerateOptions {
         max_new_tokens: args.max_tokens,
@@ -121,7 +174,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let mut failure = None;
     let started = Instant::now();
     let mut first_token_at = None;
-    let generation = generate(&model, &mut state, &ids, &opts, |id| {
+    let generation = generate(&model, &mut state, ids, &opts, |id| {
         first_token_at.get_or_insert_with(Instant::now);
         match stream.push(id) {
             Ok(piece) => {
@@ -147,13 +200,14 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let decode_s = first.elapsed().as_secs_f64();
     let n = generation.tokens.len();
     eprintln!(
-        "[{} prompt tokens in {:.2} s ({:.1} tok/s); {} tokens generated in {:.2} s ({:.1} tok/s); device cpu]",
+        "[{} prompt tokens in {:.2} s ({:.1} tok/s); {} tokens generated in {:.2} s ({:.1} tok/s); device {}]",
         ids.len(),
         prefill_s,
         ids.len() as f64 / prefill_s.max(1e-9),
         n,
         decode_s,
         n.saturating_sub(1) as f64 / decode_s.max(1e-9),
+        backend.name(),
     );
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod cpu;
+pub mod cuda;
 pub mod generate;
 
 pub use backend::{AttnShape, Backend, Rope, RopeStyle};

@@ -125,7 +125,8 @@ pub const QWEN36_27B: AttnDims = AttnDims::new(24, 4, 256);
 pub const LLAMA_8B: AttnDims = AttnDims::new(32, 8, 128);
 
 /// Head sizes the template is instantiated for.
-pub const HEAD_DIMS: [usize; 3] = [64, 128, 256];
+/// 32 and 48 serve the tiny test models (and small real ones).
+pub const HEAD_DIMS: [usize; 5] = [32, 48, 64, 128, 256];
 /// Keys per split of the decode route (tuner candidates; the first is the smallest).
 pub const DECODE_SPLITS: [usize; 3] = [64, 128, 256];
 /// Query vectors per block of the prefill route (tuner candidates).
@@ -141,6 +142,16 @@ const DECODE_NQ: usize = 8;
 const DECODE_G: usize = 16;
 /// Lanes per query vector in the prefill route.
 const PREFILL_G: usize = 8;
+
+/// Lanes per query vector for head size `hd`: the largest power of two up to `wanted`
+/// with `hd % (4 * g) == 0` (each lane owns whole float4 chunks of the output row).
+fn lanes_for(hd: usize, wanted: usize) -> usize {
+    let mut g = wanted;
+    while g > 1 && !hd.is_multiple_of(4 * g) {
+        g /= 2;
+    }
+    g
+}
 /// Threads of the combine kernel: one split each (so at least MAX_SPLITS).
 const COMBINE_BLOCK: u32 = 256;
 const APPEND_BLOCK: u32 = 256;
@@ -194,7 +205,7 @@ impl AttnRoute {
             .param("mode", "split")
             .param("split", split)
             .param("nq", DECODE_NQ)
-            .param("g", DECODE_G),
+            .param("g", lanes_for(hd, DECODE_G)),
             AttnKind::Prefill { q_tile } => KernelSpec::new(
                 "attention",
                 "attention/flash.cu",
@@ -203,7 +214,7 @@ impl AttnRoute {
             .param("mode", "direct")
             .param("split", 0)
             .param("nq", q_tile)
-            .param("g", PREFILL_G),
+            .param("g", lanes_for(hd, PREFILL_G)),
         }
         .param("hd", hd)
         .param("kv_type", kv.cuda_type())
@@ -221,8 +232,8 @@ impl AttnRoute {
     /// (query vectors per block, lanes per vector).
     fn tile(&self) -> (usize, usize) {
         match self.kind {
-            AttnKind::Decode { .. } => (DECODE_NQ, DECODE_G),
-            AttnKind::Prefill { q_tile } => (q_tile, PREFILL_G),
+            AttnKind::Decode { .. } => (DECODE_NQ, lanes_for(self.head_dim, DECODE_G)),
+            AttnKind::Prefill { q_tile } => (q_tile, lanes_for(self.head_dim, PREFILL_G)),
         }
     }
 
@@ -571,7 +582,15 @@ pub const QUALIFY_CASES: [(usize, usize); 8] = [
 
 /// Dims every route of a matching head_dim is checked at (SmolLM2, Qwen3.6-27B, Llama-8B,
 /// and a GQA ratio of 1).
-pub const QUALIFY_DIMS: [AttnDims; 4] = [SMOLLM2, QWEN36_27B, LLAMA_8B, AttnDims::new(4, 4, 64)];
+/// The tiny test models' head sizes (32, 48) come last.
+pub const QUALIFY_DIMS: [AttnDims; 6] = [
+    SMOLLM2,
+    QWEN36_27B,
+    LLAMA_8B,
+    AttnDims::new(4, 4, 64),
+    AttnDims::new(4, 2, 32),
+    AttnDims::new(4, 2, 48),
+];
 
 fn normals(rng: &mut impl Rng, n: usize, scale: f32) -> Vec<f32> {
     (0..n)

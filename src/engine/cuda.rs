@@ -1,0 +1,721 @@
+//! The cuda backend: the [`Backend`] ops on one GPU through the JIT kernels.
+//!
+//! This is the op-by-op engine: every call queues kernels on the device's stream and
+//! returns device buffers; nothing comes back to the host but logits (and the MoE router's
+//! probabilities, which the architectures read to route). Activations are f32 and every
+//! linear layer runs the exact f32-activation route, so the backend agrees with the cpu
+//! backend to rounding error whatever the weight format: it is the GPU engine's reference
+//! mode, and what the fused, graph-captured decode step is checked against.
+//!
+//! The trait's ops cannot fail, so a GPU error here is a panic whose message names the
+//! failing op and the driver's error.
+
+use std::sync::Arc;
+
+use cudarc::driver::DevicePtr;
+
+use super::backend::{AttnShape, Backend, Rope};
+use crate::formats::{Format, Layout};
+use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError};
+use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
+use crate::ops::embedding::{self, EmbeddingRoute};
+use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
+use crate::ops::linear::Epilogue;
+use crate::ops::linear_exact::{self, ExactRoute};
+use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
+use crate::ops::weight::DeviceWeight;
+use crate::ops::{elementwise, rope, DType};
+
+/// How the backend stores what the model hands it.
+#[derive(Debug, Clone, Copy)]
+pub struct CudaOptions {
+    /// Weight format of every linear layer and embedding table (f32 keeps the source
+    /// values exactly; a layer whose width the format cannot take stays f32).
+    pub weights: &'static Format,
+    /// Storage of the KV cache.
+    pub kv: KvType,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions {
+            weights: crate::formats::format("f32").expect("f32 is a registered format"),
+            kv: KvType::F32,
+        }
+    }
+}
+
+/// The cuda backend (cheap to clone: the device is shared).
+#[derive(Clone)]
+pub struct CudaBackend {
+    gpu: Arc<Gpu>,
+    opts: CudaOptions,
+}
+
+/// An f32 activation matrix on the device.
+pub struct CudaAct {
+    rows: usize,
+    cols: usize,
+    buf: AnyBuffer,
+}
+
+/// One sequence's KV cache: per layer, K and V of `capacity` positions.
+pub struct CudaKvCache {
+    shape: AttnShape,
+    len: usize,
+    capacity: usize,
+    k: Vec<CudaSlice<u8>>,
+    v: Vec<CudaSlice<u8>>,
+    ws: Option<(usize, usize, AttnWorkspace)>,
+}
+
+/// A GDN layer's parameters on the device.
+pub struct CudaGdnWeights(gdn::GdnWeights);
+
+/// One sequence's GDN state (one lane).
+pub struct CudaGdnState(gdn::GdnState);
+
+fn ok<T>(what: &str, r: Result<T, GpuError>) -> T {
+    r.unwrap_or_else(|e| panic!("cuda backend: {what}: {e}"))
+}
+
+impl CudaBackend {
+    /// Opens GPU `ordinal`.
+    pub fn open(ordinal: usize, opts: CudaOptions) -> Result<Self, GpuError> {
+        Ok(CudaBackend {
+            gpu: Arc::new(Gpu::open(ordinal)?),
+            opts,
+        })
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    fn ptr(&self, x: &CudaAct) -> u64 {
+        x.buf.device_ptr(&self.gpu)
+    }
+
+    fn slice_ptr<T>(&self, s: &CudaSlice<T>) -> u64 {
+        s.device_ptr(self.gpu.stream()).0
+    }
+
+    /// A new `[rows, cols]` activation (zeroed: cheap next to the ops, and never garbage).
+    fn alloc(&self, rows: usize, cols: usize) -> CudaAct {
+        let buf = ok(
+            "allocating",
+            self.gpu.alloc_zeros::<f32>((rows * cols).max(1)),
+        );
+        CudaAct {
+            rows,
+            cols,
+            buf: AnyBuffer::F32(buf),
+        }
+    }
+
+    fn upload_i32(&self, v: &[usize]) -> CudaSlice<i32> {
+        let ids: Vec<i32> = v.iter().map(|&i| i as i32).collect();
+        ok("uploading indices", self.gpu.upload(&ids))
+    }
+
+    /// `dst[r, dst_col..] = src[r, src_col..]` for `cols` columns of every row.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_block(
+        &self,
+        src: &CudaAct,
+        src_row: usize,
+        src_col: usize,
+        dst: &CudaAct,
+        dst_row: usize,
+        dst_col: usize,
+        rows: usize,
+        cols: usize,
+    ) {
+        let s = self.ptr(src) + ((src_row * src.cols + src_col) * 4) as u64;
+        let d = self.ptr(dst) + ((dst_row * dst.cols + dst_col) * 4) as u64;
+        ok(
+            "copy2d",
+            elementwise::copy2d(&self.gpu, s, src.cols, d, dst.cols, rows, cols),
+        );
+    }
+
+    fn upload_weight(&self, rows: usize, cols: usize, data: &[f32]) -> DeviceWeight {
+        let f32f = crate::formats::format("f32").expect("registered");
+        let fmt = if linear_exact::supports(self.opts.weights, cols) {
+            self.opts.weights
+        } else {
+            f32f
+        };
+        let layout = Layout::new(fmt, rows, cols)
+            .unwrap_or_else(|e| panic!("cuda backend: a [{rows}, {cols}] weight: {e}"));
+        let payload = crate::formats::encode(fmt, data, rows, cols)
+            .unwrap_or_else(|e| panic!("cuda backend: encoding a weight: {e}"));
+        ok(
+            "uploading a weight",
+            DeviceWeight::upload(&self.gpu, fmt, layout, &payload),
+        )
+    }
+
+    fn attn_dims(shape: AttnShape) -> AttnDims {
+        AttnDims {
+            n_heads: shape.n_heads,
+            n_kv_heads: shape.n_kv_heads,
+            head_dim: shape.head_dim,
+        }
+    }
+
+    /// Makes room for `need` positions in every layer (doubling, old rows copied).
+    fn kv_reserve(&self, c: &mut CudaKvCache, need: usize) {
+        if need <= c.capacity {
+            return;
+        }
+        let cap = need.next_power_of_two().max(256);
+        let row = c.shape.n_kv_heads * c.shape.head_dim * self.opts.kv.bytes();
+        let grow = |old: &mut CudaSlice<u8>| {
+            let mut new = ok(
+                "growing the kv cache",
+                self.gpu.alloc_zeros::<u8>(cap * row),
+            );
+            if c.len > 0 {
+                let src = old.slice(..c.len * row);
+                let mut dst = new.slice_mut(..c.len * row);
+                ok(
+                    "copying the kv cache",
+                    self.gpu
+                        .stream()
+                        .memcpy_dtod(&src, &mut dst)
+                        .map_err(|e| GpuError::driver("copying the kv cache", e)),
+                );
+            }
+            *old = new;
+        };
+        for k in c.k.iter_mut() {
+            grow(k);
+        }
+        for v in c.v.iter_mut() {
+            grow(v);
+        }
+        c.capacity = cap;
+    }
+}
+
+impl Backend for CudaBackend {
+    type Act = CudaAct;
+    type Linear = DeviceWeight;
+    type Vector = CudaSlice<f32>;
+    type KvCache = CudaKvCache;
+    type GdnWeights = CudaGdnWeights;
+    type GdnState = CudaGdnState;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn linear_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> DeviceWeight {
+        self.upload_weight(rows, cols, &data)
+    }
+
+    fn vector_from_f32(&self, data: Vec<f32>) -> CudaSlice<f32> {
+        ok("uploading a vector", self.gpu.upload(&data))
+    }
+
+    fn act_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> CudaAct {
+        assert_eq!(
+            rows * cols,
+            data.len(),
+            "activation data does not match its shape"
+        );
+        CudaAct {
+            rows,
+            cols,
+            buf: ok(
+                "uploading an activation",
+                AnyBuffer::upload(&self.gpu, DType::F32, &data),
+            ),
+        }
+    }
+
+    fn new_kv_cache(&self, layers: usize, shape: AttnShape) -> CudaKvCache {
+        let mut c = CudaKvCache {
+            shape,
+            len: 0,
+            capacity: 0,
+            k: (0..layers)
+                .map(|_| ok("kv", self.gpu.alloc_zeros::<u8>(1)))
+                .collect(),
+            v: (0..layers)
+                .map(|_| ok("kv", self.gpu.alloc_zeros::<u8>(1)))
+                .collect(),
+            ws: None,
+        };
+        self.kv_reserve(&mut c, 256);
+        c
+    }
+
+    fn kv_len(&self, cache: &CudaKvCache) -> usize {
+        cache.len
+    }
+
+    fn gdn_weights(
+        &self,
+        dims: GdnDims,
+        conv_w: Vec<f32>,
+        a_log: Vec<f32>,
+        dt_bias: Vec<f32>,
+        norm_w: Vec<f32>,
+        eps: f64,
+    ) -> CudaGdnWeights {
+        assert_eq!(
+            conv_w.len(),
+            dims.conv_dim() * dims.kc,
+            "gdn: conv weight size"
+        );
+        assert_eq!(
+            (a_log.len(), dt_bias.len()),
+            (dims.hv, dims.hv),
+            "gdn: A_log/dt_bias"
+        );
+        assert_eq!(norm_w.len(), dims.dv, "gdn: norm weight size");
+        let up = |v: &[f32]| ok("uploading gdn weights", self.gpu.upload(v));
+        CudaGdnWeights(gdn::GdnWeights {
+            dims,
+            conv_w: up(&conv_w),
+            a_log: up(&a_log),
+            dt_bias: up(&dt_bias),
+            norm_w: up(&norm_w),
+            eps: eps as f32,
+        })
+    }
+
+    fn new_gdn_state(&self, dims: GdnDims, ty: StateType) -> CudaGdnState {
+        CudaGdnState(ok(
+            "allocating gdn state",
+            gdn::GdnState::zeros(&self.gpu, &dims, ty, 1),
+        ))
+    }
+
+    fn to_host(&self, x: &CudaAct) -> Vec<f32> {
+        let mut v = ok("downloading", x.buf.download(&self.gpu));
+        v.truncate(x.rows * x.cols);
+        v
+    }
+
+    fn rows(&self, x: &CudaAct) -> usize {
+        x.rows
+    }
+
+    fn cols(&self, x: &CudaAct) -> usize {
+        x.cols
+    }
+
+    fn slice_rows(&self, x: &CudaAct, start: usize, n: usize) -> CudaAct {
+        assert!(start + n <= x.rows, "row slice out of range");
+        let y = self.alloc(n, x.cols);
+        self.copy_block(x, start, 0, &y, 0, 0, n, x.cols);
+        y
+    }
+
+    fn slice_cols(&self, x: &CudaAct, start: usize, n: usize) -> CudaAct {
+        assert!(start + n <= x.cols, "column slice out of range");
+        let y = self.alloc(x.rows, n);
+        self.copy_block(x, 0, start, &y, 0, 0, x.rows, n);
+        y
+    }
+
+    fn embedding(&self, table: &DeviceWeight, ids: &[u32]) -> CudaAct {
+        for &id in ids {
+            assert!(
+                (id as usize) < table.layout.n,
+                "token id {id} is outside the vocabulary ({})",
+                table.layout.n
+            );
+        }
+        let route = EmbeddingRoute {
+            format: table.format,
+            output: DType::F32,
+        };
+        let dev_ids: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
+        let dev_ids = self.upload_i32(&dev_ids);
+        let mut y = self.alloc(ids.len(), table.layout.k);
+        ok(
+            "embedding",
+            embedding::launch(&self.gpu, &route, table, &dev_ids, ids.len(), &mut y.buf),
+        );
+        y
+    }
+
+    fn rmsnorm(&self, x: &CudaAct, w: &CudaSlice<f32>, eps: f64, conv: NormWeight) -> CudaAct {
+        let width = w.len();
+        assert!(
+            width > 0 && x.cols.is_multiple_of(width),
+            "norm width does not divide the row"
+        );
+        let route = RmsNormRoute::choose(conv, DType::F32, DType::F32, width);
+        let mut y = self.alloc(x.rows, x.cols);
+        let shape = NormShape {
+            rows: x.rows * x.cols / width,
+            width,
+            eps: eps as f32,
+        };
+        ok(
+            "rmsnorm",
+            rmsnorm::launch(&self.gpu, &route, &x.buf, w, &mut y.buf, shape),
+        );
+        y
+    }
+
+    fn linear(&self, x: &CudaAct, w: &DeviceWeight, bias: Option<&CudaSlice<f32>>) -> CudaAct {
+        assert_eq!(x.cols, w.layout.k, "linear: input width != weight columns");
+        let (t, n) = (x.rows, w.layout.n);
+        let y = self.alloc(t, n);
+        let residual = bias.map(|b| {
+            assert_eq!(b.len(), n, "linear: bias length");
+            // The bias broadcast to every row, added by the residual epilogue.
+            let r = self.alloc(t, n);
+            ok(
+                "bias",
+                elementwise::copy2d(&self.gpu, self.slice_ptr(b), 0, self.ptr(&r), n, t, n),
+            );
+            r
+        });
+        let epilogue = if residual.is_some() {
+            Epilogue::Residual
+        } else {
+            Epilogue::None
+        };
+        let route = ExactRoute::choose(w.format, t, epilogue);
+        ok(
+            "linear",
+            linear_exact::launch(
+                &self.gpu,
+                &route,
+                w,
+                self.ptr(x),
+                residual.as_ref().map(|r| self.ptr(r)),
+                self.ptr(&y),
+                t,
+            ),
+        );
+        y
+    }
+
+    fn add_assign(&self, x: &mut CudaAct, y: &CudaAct) {
+        assert_eq!((x.rows, x.cols), (y.rows, y.cols), "add: shapes differ");
+        ok(
+            "add",
+            elementwise::add_assign(&self.gpu, self.ptr(x), self.ptr(y), x.rows * x.cols),
+        );
+    }
+
+    fn swiglu(&self, gate: &CudaAct, up: &CudaAct) -> CudaAct {
+        assert_eq!(
+            (gate.rows, gate.cols),
+            (up.rows, up.cols),
+            "swiglu: shapes differ"
+        );
+        let y = self.alloc(gate.rows, gate.cols);
+        ok(
+            "swiglu",
+            elementwise::swiglu(
+                &self.gpu,
+                self.ptr(gate),
+                self.ptr(up),
+                self.ptr(&y),
+                gate.rows * gate.cols,
+            ),
+        );
+        y
+    }
+
+    fn sigmoid_gate(&self, x: &CudaAct, gate: &CudaAct) -> CudaAct {
+        assert_eq!(
+            (x.rows, x.cols),
+            (gate.rows, gate.cols),
+            "sigmoid_gate: shapes differ"
+        );
+        let y = self.alloc(x.rows, x.cols);
+        ok(
+            "sigmoid_gate",
+            elementwise::sigmoid_gate(
+                &self.gpu,
+                self.ptr(x),
+                self.ptr(gate),
+                self.ptr(&y),
+                x.rows * x.cols,
+            ),
+        );
+        y
+    }
+
+    fn rope(&self, x: &mut CudaAct, n_heads: usize, head_dim: usize, pos0: usize, rope: &Rope) {
+        assert_eq!(
+            x.cols,
+            n_heads * head_dim,
+            "rope: row is not n_heads * head_dim"
+        );
+        ok(
+            "rope",
+            rope::launch_rope(
+                &self.gpu,
+                self.ptr(x),
+                x.rows,
+                n_heads,
+                head_dim,
+                pos0,
+                rope,
+            ),
+        );
+    }
+
+    fn attention(
+        &self,
+        cache: &mut CudaKvCache,
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+    ) -> CudaAct {
+        let shape = cache.shape;
+        let kvw = shape.n_kv_heads * shape.head_dim;
+        assert_eq!(q.cols, shape.n_heads * shape.head_dim, "attention: q width");
+        assert_eq!((k.cols, v.cols), (kvw, kvw), "attention: k/v width");
+        let (t, pos0) = (q.rows, cache.len);
+        self.kv_reserve(cache, pos0 + t);
+        let dims = Self::attn_dims(shape);
+        let ctx = pos0 + t;
+        let fits = matches!(&cache.ws, Some((mt, mc, _)) if *mt >= t && *mc >= ctx);
+        if !fits {
+            let (mt, mc) = match &cache.ws {
+                Some((mt, mc, _)) => ((*mt).max(t), (*mc).max(ctx).max(cache.capacity)),
+                None => (t, ctx.max(cache.capacity)),
+            };
+            let ws = ok(
+                "attention workspace",
+                AttnWorkspace::new(&self.gpu, dims, mt, mc),
+            );
+            cache.ws = Some((mt, mc, ws));
+        }
+        let (kc, vc) = (
+            self.slice_ptr(&cache.k[layer]),
+            self.slice_ptr(&cache.v[layer]),
+        );
+        ok(
+            "kv append",
+            attention::launch_kv_append(
+                &self.gpu,
+                self.opts.kv,
+                self.ptr(k),
+                self.ptr(v),
+                kc,
+                vc,
+                pos0,
+                t,
+                kvw,
+            ),
+        );
+        let out = self.alloc(t, q.cols);
+        let route = AttnRoute::choose(self.opts.kv, dims, t);
+        let ws = &mut cache.ws.as_mut().expect("sized above").2;
+        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        ok(
+            "attention",
+            attention::launch_attention(
+                &self.gpu,
+                &route,
+                ws,
+                self.ptr(q),
+                kc,
+                vc,
+                self.ptr(&out),
+                t,
+                pos0,
+                dims,
+                scale,
+            ),
+        );
+        out
+    }
+
+    fn kv_advance(&self, cache: &mut CudaKvCache, n: usize) {
+        cache.len += n;
+        assert!(
+            cache.len <= cache.capacity,
+            "kv_advance past what was appended"
+        );
+    }
+
+    fn split_heads(
+        &self,
+        x: &CudaAct,
+        n_heads: usize,
+        first: usize,
+        second: usize,
+    ) -> (CudaAct, CudaAct) {
+        let w = first + second;
+        assert_eq!(
+            x.cols,
+            n_heads * w,
+            "split_heads: row is not n_heads * (first + second)"
+        );
+        let rows = x.rows * n_heads;
+        let (a, b) = (
+            self.alloc(x.rows, n_heads * first),
+            self.alloc(x.rows, n_heads * second),
+        );
+        // Viewed as [rows * n_heads, first + second], both halves are plain 2-D copies.
+        let xp = self.ptr(x);
+        ok(
+            "split_heads",
+            elementwise::copy2d(&self.gpu, xp, w, self.ptr(&a), first, rows, first),
+        );
+        ok(
+            "split_heads",
+            elementwise::copy2d(
+                &self.gpu,
+                xp + (first * 4) as u64,
+                w,
+                self.ptr(&b),
+                second,
+                rows,
+                second,
+            ),
+        );
+        (a, b)
+    }
+
+    fn gdn(
+        &self,
+        w: &CudaGdnWeights,
+        state: &mut CudaGdnState,
+        mixed: &CudaAct,
+        z: &CudaAct,
+        a: &CudaAct,
+        b: &CudaAct,
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let t = mixed.rows;
+        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
+        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
+        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        let st = &mut state.0;
+        let route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
+            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
+        let o = self.alloc(t, d.value_dim());
+        let x = RawInputs {
+            mixed: self.ptr(mixed),
+            a: self.ptr(a),
+            b: self.ptr(b),
+        };
+        ok(
+            "gdn",
+            gdn::launch_recurrent(
+                &self.gpu,
+                &route,
+                &w.0,
+                st,
+                x,
+                t,
+                Some(self.ptr(&o)),
+                None,
+                None,
+            ),
+        );
+        let y = self.alloc(t, d.value_dim());
+        ok(
+            "gdn output norm",
+            gdn::launch_out_norm(
+                &self.gpu,
+                DType::F32,
+                self.ptr(&o),
+                self.ptr(z),
+                &w.0,
+                self.ptr(&y),
+                t * d.hv,
+            ),
+        );
+        y
+    }
+
+    fn concat_cols(&self, a: &CudaAct, b: &CudaAct) -> CudaAct {
+        assert_eq!(a.rows, b.rows, "concat_cols: row counts differ");
+        let y = self.alloc(a.rows, a.cols + b.cols);
+        self.copy_block(a, 0, 0, &y, 0, 0, a.rows, a.cols);
+        self.copy_block(b, 0, 0, &y, 0, a.cols, b.rows, b.cols);
+        y
+    }
+
+    fn zeros(&self, rows: usize, cols: usize) -> CudaAct {
+        self.alloc(rows, cols)
+    }
+
+    fn gather_rows(&self, x: &CudaAct, rows: &[usize]) -> CudaAct {
+        assert!(
+            rows.iter().all(|&r| r < x.rows),
+            "gather_rows: row out of range"
+        );
+        let y = self.alloc(rows.len(), x.cols);
+        if rows.is_empty() {
+            return y;
+        }
+        let ids = self.upload_i32(rows);
+        ok(
+            "gather_rows",
+            elementwise::gather_rows(
+                &self.gpu,
+                self.ptr(x),
+                self.slice_ptr(&ids),
+                self.ptr(&y),
+                rows.len(),
+                x.cols,
+            ),
+        );
+        y
+    }
+
+    fn scatter_add_rows(&self, out: &mut CudaAct, x: &CudaAct, rows: &[usize], scale: &[f32]) {
+        assert_eq!(out.cols, x.cols, "scatter_add_rows: widths differ");
+        assert_eq!(
+            (rows.len(), scale.len()),
+            (x.rows, x.rows),
+            "scatter_add_rows: counts"
+        );
+        assert!(
+            rows.iter().all(|&r| r < out.rows),
+            "scatter_add_rows: row out of range"
+        );
+        if rows.is_empty() {
+            return;
+        }
+        let mut seen = rows.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(
+            seen.len(),
+            rows.len(),
+            "scatter_add_rows: rows must be distinct"
+        );
+        let ids = self.upload_i32(rows);
+        let sc = ok("uploading scales", self.gpu.upload(scale));
+        ok(
+            "scatter_add_rows",
+            elementwise::scatter_add_rows(
+                &self.gpu,
+                self.ptr(out),
+                self.ptr(x),
+                self.slice_ptr(&ids),
+                self.slice_ptr(&sc),
+                rows.len(),
+                x.cols,
+            ),
+        );
+    }
+
+    fn softmax(&self, x: &CudaAct) -> CudaAct {
+        let y = self.alloc(x.rows, x.cols);
+        ok(
+            "softmax",
+            elementwise::softmax_rows(&self.gpu, self.ptr(x), self.ptr(&y), x.rows, x.cols),
+        );
+        y
+    }
+}
