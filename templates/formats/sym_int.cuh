@@ -84,27 +84,79 @@ __device__ __forceinline__ u32 fmt_bf16x2_minus136(u32 v) {
     return r;
 }
 
-__device__ __forceinline__ void fmt_lane_pairs(const u8* q, int g, int t, u32* out) {
+// Split into a load and a conversion, so a kernel can issue the loads of several groups
+// before it waits for any (memory-level parallelism).
+#define FMT_LANE_WORDS (FMT_LANE_N / 8)
+
+__device__ __forceinline__ void fmt_lane_load(const u8* q, int g, int t, u32* raw) {
     const u32* w = (const u32*)(q + (long long)g * (FMT_GROUP / 2) + t * (FMT_LANE_N / 2));
+#if FMT_LANE_WORDS == 2
+    const uint2 v = __ldg((const uint2*)w);
+    raw[0] = v.x;
+    raw[1] = v.y;
+#else
 #pragma unroll
-    for (int j = 0; j < FMT_LANE_N / 8; ++j) {
-        const u32 word = w[j] ^ 0x88888888u;
+    for (int j = 0; j < FMT_LANE_WORDS; ++j) raw[j] = __ldg(w + j);
+#endif
+}
+
+__device__ __forceinline__ void fmt_lane_convert(const u32* raw, u32* out) {
+#pragma unroll
+    for (int j = 0; j < FMT_LANE_WORDS; ++j) {
+        const u32 word = raw[j] ^ 0x88888888u;
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
             out[4 * j + s] = fmt_bf16x2_minus136(((word >> (4 * s)) & 0x000f000fu) | 0x43004300u);
         }
     }
 }
+
+__device__ __forceinline__ void fmt_lane_pairs(const u8* q, int g, int t, u32* out) {
+    u32 raw[FMT_LANE_WORDS];
+    fmt_lane_load(q, g, t, raw);
+    fmt_lane_convert(raw, out);
+}
 #else
 // Natural order; integers of up to 8 bits are exact in bf16.
 __device__ __forceinline__ int fmt_pair_lo(int i) { return 2 * i; }
 __device__ __forceinline__ int fmt_pair_hi(int i) { return 2 * i + 1; }
 
+#if FMT_BITS == 8
+// Bytes to exact floats without the slow int-to-float unit: 0x4B000000 | (b ^ 0x80) is the
+// float 2^23 + 128 + v for the signed byte v.
+#define FMT_LANE_WORDS (FMT_LANE_N / 4)
+
+__device__ __forceinline__ void fmt_lane_load(const u8* q, int g, int t, u32* raw) {
+    const u32* w = (const u32*)(q + (long long)g * FMT_GROUP + t * FMT_LANE_N);
+#if FMT_LANE_WORDS == 2
+    const uint2 v = __ldg((const uint2*)w);
+    raw[0] = v.x;
+    raw[1] = v.y;
+#else
+#pragma unroll
+    for (int j = 0; j < FMT_LANE_WORDS; ++j) raw[j] = __ldg(w + j);
+#endif
+}
+
+__device__ __forceinline__ void fmt_lane_convert(const u32* raw, u32* out) {
+#pragma unroll
+    for (int j = 0; j < FMT_LANE_WORDS; ++j) {
+        const u32 word = raw[j] ^ 0x80808080u;
+        float f[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+            f[b] = __int_as_float(__byte_perm(word, 0x4b000000u, 0x7640u | b)) - 8388736.0f;
+        out[2 * j] = pack_bf16x2(f[0], f[1]);
+        out[2 * j + 1] = pack_bf16x2(f[2], f[3]);
+    }
+}
+#endif
+
 __device__ __forceinline__ void fmt_lane_pairs(const u8* q, int g, int t, u32* out) {
 #if FMT_BITS == 8
-    const i8* v = (const i8*)q + (long long)g * FMT_GROUP + t * FMT_LANE_N;
-#pragma unroll
-    for (int i = 0; i < FMT_LANE_N / 2; ++i) out[i] = pack_bf16x2((float)v[2 * i], (float)v[2 * i + 1]);
+    u32 raw[FMT_LANE_WORDS];
+    fmt_lane_load(q, g, t, raw);
+    fmt_lane_convert(raw, out);
 #else
     int v[FMT_GROUP];
     fmt_group_ints(q, g, v);

@@ -63,6 +63,72 @@ extern "C" __global__ void __launch_bounds__(KW * 32)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[m][j][e] = 0.0f;
 
+#ifdef FMT_LANE_WORDS
+    // Two phases per iteration: issue every load of UNROLL groups, then convert and multiply,
+    // so each warp keeps UNROLL groups of weights in flight.
+    for (int base = warp * UNROLL; base < groups; base += KW * UNROLL) {
+        u32 raw[UNROLL][MATS][2][FMT_LANE_WORDS];
+        float sc[UNROLL][MATS][2];
+        u32 xw[UNROLL][NT][PAIRS];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int gi = min(base + u, groups - 1);  // past the end: loaded, never used
+#pragma unroll
+            for (int m = 0; m < MATS; ++m) {
+                const u8* qm = m == 0 ? q : q2;
+                const u8* sm = m == 0 ? s : s2;
+                fmt_lane_load(qm + ra * q_row_bytes, gi, t, raw[u][m][0]);
+                fmt_lane_load(qm + rb * q_row_bytes, gi, t, raw[u][m][1]);
+                sc[u][m][0] = fmt_group_scale(sm + ra * s_row_bytes, gi);
+                sc[u][m][1] = fmt_group_scale(sm + rb * s_row_bytes, gi);
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int col = 8 * j + g;
+                if (col < T) {
+                    const uint4* src = (const uint4*)(x + (long long)col * K + (long long)gi * FMT_GROUP + t * FMT_LANE_N);
+#pragma unroll
+                    for (int v = 0; v < PAIRS / 4; ++v) {
+                        const uint4 w4 = __ldg(src + v);
+                        xw[u][j][4 * v] = w4.x; xw[u][j][4 * v + 1] = w4.y; xw[u][j][4 * v + 2] = w4.z; xw[u][j][4 * v + 3] = w4.w;
+                    }
+                } else {
+#pragma unroll
+                    for (int v = 0; v < PAIRS; ++v) xw[u][j][v] = 0u;
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (base + u < groups) {
+#pragma unroll
+                for (int m = 0; m < MATS; ++m) {
+                    u32 pa[PAIRS], pb[PAIRS];
+                    fmt_lane_convert(raw[u][m][0], pa);
+                    fmt_lane_convert(raw[u][m][1], pb);
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) {
+                        u32 xb[PAIRS];
+#pragma unroll
+                        for (int i = 0; i < PAIRS; ++i) xb[i] = pick_pair(xw[u][j], fmt_pair_lo(i), fmt_pair_hi(i));
+                        MmaAccum16x8 c;
+                        mma_zero(c);
+#pragma unroll
+                        for (int st = 0; st < STEPS; ++st) {
+                            const u32 a[4] = { pa[2 * st], pb[2 * st], pa[2 * st + 1], pb[2 * st + 1] };
+                            const u32 b[2] = { xb[2 * st], xb[2 * st + 1] };
+                            mma_bf16_16x8x16(c, a, b);
+                        }
+                        acc[m][j][0] = fmaf(sc[u][m][0], c.c[0], acc[m][j][0]);
+                        acc[m][j][1] = fmaf(sc[u][m][0], c.c[1], acc[m][j][1]);
+                        acc[m][j][2] = fmaf(sc[u][m][1], c.c[2], acc[m][j][2]);
+                        acc[m][j][3] = fmaf(sc[u][m][1], c.c[3], acc[m][j][3]);
+                    }
+                }
+            }
+        }
+    }
+#else
     for (int base = warp * UNROLL; base < groups; base += KW * UNROLL) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -116,6 +182,7 @@ extern "C" __global__ void __launch_bounds__(KW * 32)
             }
         }
     }
+#endif
 
     // Accumulator e of tile j: row g (+8 for e >= 2), column 8j + 2t + (e & 1).
 #pragma unroll
