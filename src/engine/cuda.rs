@@ -100,8 +100,25 @@ impl CudaBackend {
         s.device_ptr(self.gpu.stream()).0
     }
 
-    /// A new `[rows, cols]` activation (zeroed: cheap next to the ops, and never garbage).
+    /// A new `[rows, cols]` activation for an op to write in full (not initialised: a
+    /// memset per op would double the launches).
     fn alloc(&self, rows: usize, cols: usize) -> CudaAct {
+        // SAFETY: every caller hands the buffer to an op that writes all `rows * cols`
+        // elements before anything reads it (`zeros` uses `alloc_zeroed`).
+        let buf = ok(
+            "allocating",
+            unsafe { self.gpu.stream().alloc::<f32>((rows * cols).max(1)) }
+                .map_err(|e| GpuError::driver("allocating device memory", e)),
+        );
+        CudaAct {
+            rows,
+            cols,
+            buf: AnyBuffer::F32(buf),
+        }
+    }
+
+    /// A new `[rows, cols]` activation of zeros.
+    fn alloc_zeroed(&self, rows: usize, cols: usize) -> CudaAct {
         let buf = ok(
             "allocating",
             self.gpu.alloc_zeros::<f32>((rows * cols).max(1)),
@@ -645,7 +662,7 @@ impl Backend for CudaBackend {
     }
 
     fn zeros(&self, rows: usize, cols: usize) -> CudaAct {
-        self.alloc(rows, cols)
+        self.alloc_zeroed(rows, cols)
     }
 
     fn gather_rows(&self, x: &CudaAct, rows: &[usize]) -> CudaAct {

@@ -95,6 +95,9 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     props: DeviceProps,
     functions: DashMap<KernelKey, CudaFunction>,
+    /// Loaded functions by the spec's identity, so a launch costs no template render or
+    /// hash once its kernel is loaded (the op-by-op engine launches thousands per token).
+    by_spec: DashMap<String, CudaFunction>,
 }
 
 impl Gpu {
@@ -116,6 +119,7 @@ impl Gpu {
             stream,
             props,
             functions: DashMap::new(),
+            by_spec: DashMap::new(),
         })
     }
 
@@ -134,6 +138,24 @@ impl Gpu {
     /// The kernel for `spec`, compiled for this device (through the JIT caches) and loaded
     /// once per context.
     pub fn function(&self, spec: &KernelSpec) -> Result<CudaFunction, GpuError> {
+        // The template set is fixed for the life of the process, so the spec (template,
+        // entry, parameters) names one kernel.
+        let id = format!(
+            "{}|{}|{}|{}",
+            spec.template,
+            spec.entry,
+            serde_json::to_string(&spec.params).unwrap_or_default(),
+            spec.arch_specific
+        );
+        if let Some(f) = self.by_spec.get(&id) {
+            return Ok(f.clone());
+        }
+        let f = self.load_function(spec)?;
+        self.by_spec.insert(id, f.clone());
+        Ok(f)
+    }
+
+    fn load_function(&self, spec: &KernelSpec) -> Result<CudaFunction, GpuError> {
         let jit = Jit::global()?;
         let (kernel, _) = jit.cubin(spec, self.props.arch())?;
         if let Some(f) = self.functions.get(&kernel.key) {

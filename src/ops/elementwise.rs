@@ -197,6 +197,7 @@ fn launch_rows(
 
 /// 2-D strided copy of f32: for `r < rows`, `j < cols`:
 /// `dst[r*dst_ld + j] = src[r*src_ld + j]` (slice_rows/cols, concat_cols, split_heads).
+/// `src_ld == 0` broadcasts one source row to every destination row (a bias).
 pub fn copy2d(
     gpu: &Gpu,
     src: u64,
@@ -207,7 +208,7 @@ pub fn copy2d(
     cols: usize,
 ) -> Result<(), GpuError> {
     assert!(
-        src_ld >= cols && dst_ld >= cols,
+        (src_ld >= cols || src_ld == 0) && dst_ld >= cols,
         "copy2d: leading dimension below cols"
     );
     launch_rows(gpu, "copy2d", src, src_ld, dst, dst_ld, 0, 0, rows, cols)

@@ -78,10 +78,12 @@ pub fn instantiations() -> Vec<KernelSpec> {
     all_routes().iter().map(ExactRoute::spec).collect()
 }
 
-/// Whether `w` can run on this route family: whole groups for quantized formats, and
-/// 16-byte aligned activation rows.
+/// Whether `w` can run on this route family: 16-byte aligned activation rows, and for
+/// every non-dense format whole decode groups (the scale group, at least the 32-element
+/// unit of `fmt_decode_group`, which row-scaled formats use too).
 pub fn supports(format: &Format, k: usize) -> bool {
-    k.is_multiple_of(4) && (format.group == 0 || k.is_multiple_of(format.group_len(k)))
+    let dense = format.kind == crate::formats::FormatKind::Dense;
+    k.is_multiple_of(4) && (dense || k.is_multiple_of(format.group.max(32)))
 }
 
 /// Queues `y = x w^T (+ r)`: `x [t, K]`, `y [t, N]`, `r [t, N]` f32 device addresses.
@@ -241,6 +243,8 @@ mod tests {
         assert!(supports(f32f, 48) && supports(f32f, 144));
         assert!(!supports(f32f, 6), "rows must stay 16-byte aligned");
         assert!(supports(q4, 128) && !supports(q4, 48));
+        let i8r = crate::formats::format("i8_row").unwrap();
+        assert!(supports(i8r, 64) && !supports(i8r, 48), "row-scaled decodes 32 at a time");
     }
 
     #[test]
