@@ -12,10 +12,9 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::precision::PrecisionArgs;
-use super::run::{choose_backend, Chosen, Device};
+use super::run::{choose_backend, Chosen, Device, GpuArgs};
 use super::CliError;
 use crate::engine::backend::Backend;
-use crate::engine::cuda::CudaOptions;
 use crate::model::arch;
 use crate::model::default_model::sha256_file;
 use crate::model::ModelFiles;
@@ -59,6 +58,8 @@ pub struct PerplexityArgs {
     pub max_tokens: Option<usize>,
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
     /// Also write the result as a JSON record to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -171,7 +172,7 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
     };
 
     // The one place a backend is chosen: each arm hands its backend to `run_on`.
-    let (totals, device) = match choose_backend(args.device, CudaOptions::default())? {
+    let (totals, device) = match choose_backend(args.device, args.gpu.options()?)? {
         Chosen::Cpu(b) => run_on(b, &job)?,
         Chosen::Cuda(b) => run_on(b, &job)?,
     };
@@ -314,9 +315,13 @@ fn read_text(path: &Path) -> Result<String, CliError> {
         .map_err(|_| CliError::usage(format!("{} is not UTF-8 text", path.display())))
 }
 
+/// `$NINFER_REV` when set (GPU jobs stamp the revision the binary was staged from), else
 /// `git describe --always --dirty` of the source tree this binary was built from, or
 /// "unknown" where that tree or git is not there.
 fn git_rev() -> String {
+    if let Some(rev) = std::env::var("NINFER_REV").ok().filter(|r| !r.is_empty()) {
+        return rev;
+    }
     std::process::Command::new("git")
         .args(["describe", "--always", "--dirty"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::CliError;
-use crate::engine::cuda::{CudaBackend, CudaOptions};
+use crate::engine::cuda::{CudaBackend, CudaOptions, LinearActivations};
 use crate::engine::generate::{generate, GenerateOptions, Sampling, TextStream};
 use crate::engine::{Backend, CpuBackend};
 use crate::model::arch::{self, CausalLm};
@@ -20,6 +20,30 @@ pub enum Device {
     Cuda,
     /// The GPU when there is one, else the CPU.
     Auto,
+}
+
+/// How the GPU engine holds weights and feeds linear layers (ignored on the cpu).
+#[derive(Debug, Clone, clap::Args)]
+pub struct GpuArgs {
+    /// Weight format on the GPU: f32 keeps the file's values exactly (the default); bf16,
+    /// q8_g32, q6_g64, q4_g64, q4_1_g32, ... re-encode them (see formats.toml).
+    #[arg(long, default_value = "f32", value_name = "FORMAT")]
+    pub weights: String,
+    /// Linear layers' inputs on the GPU: exact (f32, CUDA cores) or bf16 (tensor cores).
+    #[arg(long, value_enum, default_value_t = LinearActivations::Exact)]
+    pub activations: LinearActivations,
+}
+
+impl GpuArgs {
+    pub fn options(&self) -> Result<CudaOptions, CliError> {
+        let weights = crate::formats::format(&self.weights)
+            .map_err(|e| CliError::usage(format!("--weights: {e}")))?;
+        Ok(CudaOptions {
+            weights,
+            act: self.activations,
+            ..CudaOptions::default()
+        })
+    }
 }
 
 /// The backend a `--device` choice resolves to.
@@ -95,6 +119,8 @@ pub struct RunArgs {
     pub seed: u64,
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
 }
 
 fn read_prompt(args: &RunArgs) -> Result<String, CliError> {
@@ -144,7 +170,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if ids.is_empty() {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
-    match choose_backend(args.device, CudaOptions::default())? {
+    match choose_backend(args.device, args.gpu.options()?)? {
         Chosen::Cpu(b) => generate_on(&b, &files, &ids, args),
         Chosen::Cuda(b) => generate_on(&b, &files, &ids, args),
     }

@@ -2,10 +2,15 @@
 //!
 //! This is the op-by-op engine: every call queues kernels on the device's stream and
 //! returns device buffers; nothing comes back to the host but logits (and the MoE router's
-//! probabilities, which the architectures read to route). Activations are f32 and every
-//! linear layer runs the exact f32-activation route, so the backend agrees with the cpu
-//! backend to rounding error whatever the weight format: it is the GPU engine's reference
-//! mode, and what the fused, graph-captured decode step is checked against.
+//! probabilities, which the architectures read to route). Activations are f32 between ops.
+//! Linear layers run in one of two modes:
+//!
+//! - exact (the default): the f32-activation route, so the backend agrees with the cpu
+//!   backend to rounding error whatever the weight format; the GPU engine's reference, and
+//!   what faster paths are checked against;
+//! - bf16: inputs rounded to bf16 for the tensor-core routes (`ops::linear`: the mma GEMV
+//!   for small T, the tiled A16 route for prefill), outputs widened back to f32; layers whose
+//!   width the tensor-core routes cannot take (K not a multiple of 64) stay exact.
 //!
 //! The trait's ops cannot fail, so a GPU error here is a panic whose message names the
 //! failing op and the driver's error.
@@ -20,7 +25,7 @@ use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError};
 use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
 use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
-use crate::ops::linear::Epilogue;
+use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
 use crate::ops::linear_exact::{self, ExactRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
@@ -34,6 +39,17 @@ pub struct CudaOptions {
     pub weights: &'static Format,
     /// Storage of the KV cache.
     pub kv: KvType,
+    /// How linear layers see their inputs.
+    pub act: LinearActivations,
+}
+
+/// The precision of linear layers' inputs and outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LinearActivations {
+    /// f32 in and out (CUDA cores): matches the cpu backend to rounding error.
+    Exact,
+    /// bf16 in and out around the tensor-core routes: the fast path.
+    Bf16,
 }
 
 impl Default for CudaOptions {
@@ -41,6 +57,7 @@ impl Default for CudaOptions {
         CudaOptions {
             weights: crate::formats::format("f32").expect("f32 is a registered format"),
             kv: KvType::F32,
+            act: LinearActivations::Exact,
         }
     }
 }
@@ -171,6 +188,51 @@ impl CudaBackend {
             "uploading a weight",
             DeviceWeight::upload(&self.gpu, fmt, layout, &payload),
         )
+    }
+
+    /// `y = x w^T (+ bias)` through the bf16 tensor-core routes.
+    fn linear_bf16(&self, x: &CudaAct, w: &DeviceWeight, bias: Option<&CudaSlice<f32>>) -> CudaAct {
+        let (t, n, k) = (x.rows, w.layout.n, w.layout.k);
+        let alloc16 = |len: usize| {
+            // SAFETY: written in full by the conversion or the linear kernel below.
+            ok(
+                "allocating",
+                unsafe { self.gpu.stream().alloc::<u16>(len.max(1)) }
+                    .map_err(|e| GpuError::driver("allocating device memory", e)),
+            )
+        };
+        let xb = alloc16(t * k);
+        let mut yb = alloc16(t * n);
+        ok(
+            "to bf16",
+            elementwise::f32_to_bf16(&self.gpu, self.ptr(x), self.slice_ptr(&xb), t * k),
+        );
+        let route = LinearRoute::choose(w.format, t, Epilogue::None);
+        let args = LinearArgs {
+            w,
+            w_up: None,
+            x: &xb,
+            residual: None,
+            t,
+        };
+        ok("linear", linear::launch(&self.gpu, &route, &args, &mut yb));
+        let y = self.alloc(t, n);
+        ok(
+            "to f32",
+            elementwise::bf16_to_f32(&self.gpu, self.slice_ptr(&yb), self.ptr(&y), t * n),
+        );
+        if let Some(b) = bias {
+            let r = self.alloc(t, n);
+            ok(
+                "bias",
+                elementwise::copy2d(&self.gpu, self.slice_ptr(b), 0, self.ptr(&r), n, t, n),
+            );
+            ok(
+                "bias",
+                elementwise::add_assign(&self.gpu, self.ptr(&y), self.ptr(&r), t * n),
+            );
+        }
+        y
     }
 
     fn attn_dims(shape: AttnShape) -> AttnDims {
@@ -383,6 +445,9 @@ impl Backend for CudaBackend {
 
     fn linear(&self, x: &CudaAct, w: &DeviceWeight, bias: Option<&CudaSlice<f32>>) -> CudaAct {
         assert_eq!(x.cols, w.layout.k, "linear: input width != weight columns");
+        if self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64) {
+            return self.linear_bf16(x, w, bias);
+        }
         let (t, n) = (x.rows, w.layout.n);
         let y = self.alloc(t, n);
         let residual = bias.map(|b| {
