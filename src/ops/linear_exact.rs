@@ -244,7 +244,10 @@ mod tests {
         assert!(!supports(f32f, 6), "rows must stay 16-byte aligned");
         assert!(supports(q4, 128) && !supports(q4, 48));
         let i8r = crate::formats::format("i8_row").unwrap();
-        assert!(supports(i8r, 64) && !supports(i8r, 48), "row-scaled decodes 32 at a time");
+        assert!(
+            supports(i8r, 64) && !supports(i8r, 48),
+            "row-scaled decodes 32 at a time"
+        );
     }
 
     #[test]
