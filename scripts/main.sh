@@ -12,4 +12,4 @@ if ./target/release/ninfer devices --json | grep -q '"arch"'; then
     ./target/release/ninfer kernels build --all
 fi
 prompt="${*:-Write three sentences about the sea.}"
-./target/release/ninfer run --device cpu --chat --max-tokens 96 "$prompt"
+./target/release/ninfer run --device auto --chat --max-tokens 96 "$prompt"
