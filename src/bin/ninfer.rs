@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ninfer::cli::{self, bench, compare, devices, kernels, qualify, run};
+use ninfer::cli::{self, bench, chat, compare, devices, kernels, qualify, run};
 
 /// ninfer: LLM inference on one NVIDIA GPU, with kernels compiled at run time from templates.
 #[derive(Debug, Parser)]
@@ -17,6 +17,8 @@ struct Cli {
 enum Command {
     /// Generate text from a prompt (streamed), then print the speed on stderr.
     Run(run::RunArgs),
+    /// Talk with a model through its chat template (one message per line).
+    Chat(chat::ChatArgs),
     /// Check the GPU engine against the cpu backend: greedy tokens and logits on one model.
     Compare(compare::CompareArgs),
     /// Show the GPUs the CUDA driver sees, with the properties the engine uses.
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
     let args = Cli::parse();
     cli::finish(match &args.command {
         Command::Run(a) => run::run(a),
+        Command::Chat(a) => chat::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Kernels { command } => kernels::run(command),

@@ -2,6 +2,7 @@
 //! subcommands of `ninfer`.
 
 pub mod bench;
+pub mod chat;
 pub mod compare;
 pub mod devices;
 pub mod kernels;

@@ -1,0 +1,157 @@
+//! `ninfer chat`: an interactive conversation through the model's chat template.
+//!
+//! Each turn renders the whole conversation, and when the tokens the model has already
+//! consumed are a prefix of it (the usual case) only the new tokens are fed, so a turn costs
+//! its own length, not the conversation's. When they are not (a reply re-tokenizes
+//! differently) the state is rebuilt from the full conversation.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use super::run::{choose_backend, Chosen, Device, GpuArgs};
+use super::CliError;
+use crate::engine::generate::{generate, GenerateOptions, Sampling, StopReason, TextStream};
+use crate::engine::Backend;
+use crate::model::arch::{self, CausalLm};
+use crate::model::{ChatMessage, ModelFiles};
+
+#[derive(Debug, clap::Args)]
+pub struct ChatArgs {
+    /// A GGUF file or a Hugging Face model directory (default: SmolLM2-135M-Instruct).
+    #[arg(long, value_name = "PATH")]
+    pub model: Option<PathBuf>,
+    /// A system message put first in the conversation.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Most tokens per reply.
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Keep only the k most likely tokens (0 = all).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: usize,
+    /// Keep the smallest set of tokens whose probability reaches p (1 = all).
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Seed for sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = Device::Auto)]
+    pub device: Device,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+pub fn run(args: &ChatArgs) -> Result<(), CliError> {
+    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
+        return Err(CliError::usage("--top-p must be in (0, 1]"));
+    }
+    if !args.temperature.is_finite() || args.temperature < 0.0 {
+        return Err(CliError::usage("--temperature must be 0 or more"));
+    }
+    let files = crate::model::load_model(args.model.as_deref())
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    if files.chat_template.is_none() {
+        return Err(CliError::usage(
+            "this model has no chat template; use `ninfer run` for plain text",
+        ));
+    }
+    match choose_backend(args.device, args.gpu.options()?)? {
+        Chosen::Cpu(b) => chat_on(&b, &files, args),
+        Chosen::Cuda(b) => chat_on(&b, &files, args),
+    }
+}
+
+fn chat_on<B: Backend>(backend: &B, files: &ModelFiles, args: &ChatArgs) -> Result<(), CliError> {
+    let model = arch::load(backend, files).map_err(|e| CliError::failed(e.to_string()))?;
+    let template = files.chat_template.as_ref().expect("checked by the caller");
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        eprintln!(
+            "[chat with {} on {}; an empty line or end of input quits]",
+            files.location.path().display(),
+            backend.name()
+        );
+    }
+    let mut history: Vec<ChatMessage> = Vec::new();
+    if let Some(s) = &args.system {
+        history.push(ChatMessage::new("system", s.clone()));
+    }
+    let mut state = model.new_state();
+    let mut consumed: Vec<u32> = Vec::new();
+    let mut out = std::io::stdout().lock();
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        if interactive {
+            eprint!("> ");
+            let _ = std::io::stderr().flush();
+        }
+        let Some(line) = lines.next() else { break };
+        let line = line.map_err(|e| CliError::failed(format!("cannot read the input: {e}")))?;
+        let line = line.trim_end_matches(['\r', '\n']).to_string();
+        if line.trim().is_empty() {
+            break;
+        }
+        history.push(ChatMessage::new("user", line));
+        let text = template
+            .render(&history, true)
+            .map_err(|e| CliError::failed(e.to_string()))?;
+        let ids = files
+            .tokenizer
+            .encode(&text, false)
+            .map_err(|e| CliError::failed(e.to_string()))?;
+        // Feed only what the state has not seen, when what it saw is a prefix.
+        let reuse = consumed.len() < ids.len() && ids.starts_with(&consumed);
+        if !reuse {
+            state = model.new_state();
+            consumed.clear();
+        }
+        let new = &ids[consumed.len()..];
+        let opts = GenerateOptions {
+            max_new_tokens: args.max_tokens,
+            sampling: Sampling {
+                temperature: args.temperature,
+                top_k: args.top_k,
+                top_p: args.top_p,
+                seed: args.seed.wrapping_add(history.len() as u64),
+            },
+            stop_ids: files.tokenizer.stop_ids().to_vec(),
+        };
+        let mut stream = TextStream::new(&files.tokenizer, true);
+        let mut reply = String::new();
+        let mut failure = None;
+        let generation = generate(&model, &mut state, new, &opts, |id| match stream.push(id) {
+            Ok(piece) => {
+                reply.push_str(&piece);
+                let _ = out.write_all(piece.as_bytes());
+                let _ = out.flush();
+                true
+            }
+            Err(e) => {
+                failure = Some(e.to_string());
+                false
+            }
+        });
+        if let Some(e) = failure {
+            return Err(CliError::failed(e));
+        }
+        let tail = stream
+            .finish()
+            .map_err(|e| CliError::failed(e.to_string()))?;
+        reply.push_str(&tail);
+        let _ = writeln!(out, "{tail}");
+        // The state consumed the new prompt tokens and every reply token but the last one
+        // sampled when generation stopped on length (a stop token ends after the whole reply).
+        consumed.extend_from_slice(new);
+        let fed = match generation.reason {
+            StopReason::StopToken => generation.tokens.len(),
+            _ => generation.tokens.len().saturating_sub(1),
+        };
+        consumed.extend_from_slice(&generation.tokens[..fed]);
+        history.push(ChatMessage::new("assistant", reply.trim().to_string()));
+    }
+    Ok(())
+}
