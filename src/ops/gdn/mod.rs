@@ -701,6 +701,16 @@ impl PrefillWorkspace {
     }
 }
 
+/// Whether the chunked prefill serves these dims (its asserts, as a question).
+pub fn prefill_supports(d: &GdnDims) -> bool {
+    d.dk <= CHUNK_DKMAX
+        && 2 * d.dk <= PREP_CHMAX * PREP_BLOCK as usize
+        && d.dv <= PREP_CHMAX * PREP_BLOCK as usize
+        && d.kc == 4
+        && d.hk > 0
+        && d.hv.is_multiple_of(d.hk)
+}
+
 /// Entry names of the prefill's kernels, for reports.
 pub fn prefill_route_name() -> String {
     format!(
