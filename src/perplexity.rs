@@ -18,7 +18,7 @@
 use std::time::Instant;
 
 use crate::engine::backend::Backend;
-use crate::model::arch::{CausalLm, LogitsWanted};
+use crate::model::arch::{forward_chunked, CausalLm, LogitsWanted};
 
 /// How the token sequence is cut into windows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -251,6 +251,19 @@ pub fn score<B: Backend, M: CausalLm<B>>(
     ids: &[u32],
     windows: &[Window],
     bos: Option<u32>,
+    on_window: impl FnMut(&Progress),
+) -> Result<Totals, PerplexityError> {
+    score_chunked(model, ids, windows, bos, None, on_window)
+}
+
+/// As [`score`], each window run as chunks of at most `prefill_chunk` tokens
+/// (`--prefill-chunk`; `None`: one forward per window), their logits concatenated.
+pub fn score_chunked<B: Backend, M: CausalLm<B>>(
+    model: &M,
+    ids: &[u32],
+    windows: &[Window],
+    bos: Option<u32>,
+    prefill_chunk: Option<usize>,
     mut on_window: impl FnMut(&Progress),
 ) -> Result<Totals, PerplexityError> {
     let vocab = model.vocab_size();
@@ -277,7 +290,7 @@ pub fn score<B: Backend, M: CausalLm<B>>(
             input[0] = b;
         }
         let mut state = model.new_state();
-        let logits = model.forward(&mut state, &input, LogitsWanted::All);
+        let logits = forward_chunked(model, &mut state, &input, LogitsWanted::All, prefill_chunk);
         if logits.len() != w.len * vocab {
             return Err(PerplexityError::LogitsShape {
                 got: logits.len(),

@@ -237,7 +237,12 @@ fn bad_inputs_exit_two_with_a_sentence() {
         (vec![missing.to_str().unwrap(), "--model", m], "cannot read"),
         (vec![f, "--model", m, "--max-tokens", "1"], "--max-tokens"),
         (vec![f, "--model", m, "--device", "cuda"], "--device cpu"),
-        (vec![f, "--model", m, "--lm-head-q4"], "not applied"),
+        (
+            vec![f, "--model", m, "--device", "cpu", "--gdn-state-fp16"],
+            "--gdn-state-fp16: the llama model has no Gated DeltaNet layers",
+        ),
+        (vec![f, "--model", m, "--prefill-chunk", "0"], "at least 1"),
+        (vec![f, "--model", m, "--lm-head-q4", "--lm-head-q6"], ""),
         (vec![f, "--model", "/no/such/model.gguf"], ""),
         (
             vec![f, "--model", m, "--json", "/no/such/folder/out.json"],

@@ -211,6 +211,7 @@ fn smollm2_every_vocab_combination_materializes_its_plan() {
         &PrecisionOptions {
             embedding: Some(VocabQuant::Q4),
             lm_head: Some(VocabQuant::Q4),
+            ..Default::default()
         },
     )
     .unwrap();
@@ -501,6 +502,7 @@ fn vocab_flags_are_rejected_where_rows_do_not_fill_groups_of_64() {
             PrecisionOptions {
                 embedding: None,
                 lm_head: Some(VocabQuant::Q4),
+                ..Default::default()
             },
             "--lm-head-q4",
             "output.weight",
@@ -509,6 +511,7 @@ fn vocab_flags_are_rejected_where_rows_do_not_fill_groups_of_64() {
             PrecisionOptions {
                 embedding: Some(VocabQuant::Q6),
                 lm_head: None,
+                ..Default::default()
             },
             "--embedding-q6",
             "token_embd.weight",

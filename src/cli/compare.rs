@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 
+use super::precision::PrecisionArgs;
 use super::run::{choose_backend, Chosen, Device, GpuArgs};
 use super::CliError;
 use crate::engine::generate::argmax;
 use crate::engine::{Backend, CpuBackend};
-use crate::model::arch::{self, CausalLm, LogitsWanted};
+use crate::model::arch::{self, forward_chunked, CausalLm, LogitsWanted};
+use crate::model::precision::PrecisionOptions;
 use crate::model::ModelFiles;
 
 #[derive(Debug, clap::Args)]
@@ -32,6 +34,9 @@ pub struct CompareArgs {
     /// Append one JSON record with the result to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Precision options, applied alike on both backends.
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 }
 
 /// Greedy tokens and the logits row each was taken from (the prefill's last row first).
@@ -41,13 +46,20 @@ struct Trace {
     prefill: Vec<f32>,
 }
 
-fn trace<B: Backend>(b: &B, files: &ModelFiles, ids: &[u32], n: usize) -> Result<Trace, CliError> {
-    let model = arch::load(b, files).map_err(|e| CliError::failed(e.to_string()))?;
+fn trace<B: Backend>(
+    b: &B,
+    files: &ModelFiles,
+    ids: &[u32],
+    n: usize,
+    precision: &PrecisionOptions,
+) -> Result<Trace, CliError> {
+    let model = arch::load_with(b, files, precision)?;
+    let chunk = precision.prefill_chunk;
     // Prefill logits of every prompt row, on a state of its own.
     let mut s0 = model.new_state();
-    let prefill = model.forward(&mut s0, ids, LogitsWanted::All);
+    let prefill = forward_chunked(&model, &mut s0, ids, LogitsWanted::All, chunk);
     let mut state = model.new_state();
-    let mut logits = model.forward(&mut state, ids, LogitsWanted::Last);
+    let mut logits = forward_chunked(&model, &mut state, ids, LogitsWanted::Last, chunk);
     let (mut tokens, mut rows) = (Vec::new(), Vec::new());
     for _ in 0..n {
         let t = argmax(&logits);
@@ -69,12 +81,14 @@ fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
 
 pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     let opts = args.gpu.options()?;
+    let precision = args.precision.options()?;
     let weights = opts.weights;
     if args.tokens == 0 {
         return Err(CliError::usage("--tokens must be at least 1"));
     }
     let files = crate::model::load_model(args.model.as_deref())
         .map_err(|e| CliError::usage(e.to_string()))?;
+    arch::check_options(&files.config, &precision)?;
     let ids = files
         .tokenizer
         .encode(&args.prompt, true)
@@ -85,10 +99,10 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     let chosen = choose_backend(args.device, opts)?;
     let device = chosen.name();
     let other = match &chosen {
-        Chosen::Cpu(b) => trace(b, &files, &ids, args.tokens)?,
-        Chosen::Cuda(b) => trace(b, &files, &ids, args.tokens)?,
+        Chosen::Cpu(b) => trace(b, &files, &ids, args.tokens, &precision)?,
+        Chosen::Cuda(b) => trace(b, &files, &ids, args.tokens, &precision)?,
     };
-    let cpu = trace(&CpuBackend, &files, &ids, args.tokens)?;
+    let cpu = trace(&CpuBackend, &files, &ids, args.tokens, &precision)?;
 
     let same = cpu
         .tokens
@@ -131,6 +145,7 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
             "model": files.location.path().display().to_string(),
             "device": device,
             "weights": weights.name,
+            "precision": precision.flags(),
             "prompt_tokens": ids.len(),
             "greedy_tokens": args.tokens,
             "identical_tokens": same,

@@ -17,8 +17,9 @@ use super::CliError;
 use crate::engine::backend::Backend;
 use crate::model::arch;
 use crate::model::default_model::sha256_file;
+use crate::model::precision::PrecisionOptions;
 use crate::model::ModelFiles;
-use crate::perplexity::{plan_windows, score, Method, Progress, Totals, Window};
+use crate::perplexity::{plan_windows, score_chunked, Method, Progress, Totals, Window};
 
 /// Tokens scored by `--quick` (keep in step with its help text).
 pub const QUICK_TOKENS: usize = 8192;
@@ -73,10 +74,11 @@ struct Job {
     ids: Vec<u32>,
     windows: Vec<Window>,
     bos: Option<u32>,
+    precision: PrecisionOptions,
 }
 
 pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
-    reject_precision_flags(&args.precision)?;
+    let precision = args.precision.options()?;
     let stride = match (args.method, args.stride) {
         (Method::Chunks, Some(_)) => {
             return Err(CliError::usage(
@@ -119,6 +121,9 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
 
     let files = crate::model::load_model(args.model.as_deref())
         .map_err(|e| CliError::usage(e.to_string()))?;
+    arch::check_options(&files.config, &precision)?;
+    // The backend is chosen before anything is printed, so a refusal is the only output.
+    let chosen = choose_backend(args.device, args.gpu.options()?)?;
     let mut ids = files
         .tokenizer
         .encode(&text, true)
@@ -169,10 +174,11 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
         ids,
         windows,
         bos,
+        precision,
     };
 
-    // The one place a backend is chosen: each arm hands its backend to `run_on`.
-    let (totals, device) = match choose_backend(args.device, args.gpu.options()?)? {
+    // Each arm hands its backend to `run_on`.
+    let (totals, device) = match chosen {
         Chosen::Cpu(b) => run_on(b, &job)?,
         Chosen::Cuda(b) => run_on(b, &job)?,
     };
@@ -215,6 +221,7 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
             "seconds": totals.elapsed_s,
             "tokens_per_s": totals.tokens_per_s(),
             "device": device,
+            "precision": job.precision.flags(),
             "rev": git_rev(),
         });
         let body = serde_json::to_string_pretty(&record).expect("a JSON value serializes");
@@ -228,28 +235,10 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The precision flags are accepted for the command line's sake but no backend applies them
-/// yet, so any set flag is refused rather than silently ignored.
-fn reject_precision_flags(p: &PrecisionArgs) -> Result<(), CliError> {
-    p.options()?;
-    let set = [
-        ("--embedding-q4", p.embedding_q4),
-        ("--embedding-q6", p.embedding_q6),
-        ("--lm-head-q4", p.lm_head_q4),
-        ("--lm-head-q6", p.lm_head_q6),
-    ];
-    match set.iter().find(|(_, on)| *on) {
-        Some((flag, _)) => Err(CliError::usage(format!(
-            "{flag} is not applied by the cpu backend yet; drop it"
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// Loads the model on `backend` and scores the job's windows, showing progress on stderr.
 /// Returns the totals and the backend's name.
 fn run_on<B: Backend>(backend: B, job: &Job) -> Result<(Totals, &'static str), CliError> {
-    let model = arch::load(&backend, &job.files).map_err(|e| CliError::failed(e.to_string()))?;
+    let model = arch::load_with(&backend, &job.files, &job.precision)?;
     let scored_total: usize = job.windows.iter().map(Window::scored).sum();
     let on_terminal = std::io::stderr().is_terminal();
     let bar = if on_terminal {
@@ -278,7 +267,8 @@ fn run_on<B: Backend>(backend: B, job: &Job) -> Result<(Totals, &'static str), C
             );
         }
     };
-    let totals = score(&model, &job.ids, &job.windows, job.bos, report)
+    let chunk = job.precision.prefill_chunk;
+    let totals = score_chunked(&model, &job.ids, &job.windows, job.bos, chunk, report)
         .map_err(|e| CliError::failed(e.to_string()))?;
     bar.finish_and_clear();
     Ok((totals, backend.name()))
@@ -354,16 +344,14 @@ mod tests {
     }
 
     #[test]
-    fn precision_flags_are_refused_until_applied() {
-        let c = Cli::try_parse_from(["x", "--lm-head-q4"]).unwrap();
-        let e = reject_precision_flags(&c.args.precision).unwrap_err();
-        assert_eq!(e.code, 2);
-        assert!(
-            e.message.contains("--lm-head-q4 is not applied"),
-            "{}",
-            e.message
-        );
+    fn precision_flags_are_taken() {
+        let c = Cli::try_parse_from(["x", "--lm-head-q4", "--prefill-chunk", "8"]).unwrap();
+        let o = c.args.precision.options().unwrap();
+        assert_eq!(o.flags(), "--lm-head-q4 --prefill-chunk 8");
         let c = Cli::try_parse_from(["x"]).unwrap();
-        assert!(reject_precision_flags(&c.args.precision).is_ok());
+        assert_eq!(
+            c.args.precision.options().unwrap(),
+            PrecisionOptions::default()
+        );
     }
 }

@@ -1,33 +1,44 @@
 //! The precision flags the binaries share (`#[command(flatten)]` this into a subcommand's
-//! arguments). Only the vocabulary flags exist yet; the others DESIGN.md lists
-//! (`--mtp-experts-q4`, `--gdn-state-fp16`, `--prefill-cublas`, `--mlp-a8-decode`,
-//! `--no-prefill-a8`, `--prefill-chunk N`) join this struct when their features land.
+//! arguments): the vocabulary flags, `--gdn-state-fp16` and `--prefill-chunk N`. The others
+//! DESIGN.md lists (`--mtp-experts-q4`, `--prefill-cublas`, `--mlp-a8-decode`,
+//! `--no-prefill-a8`) join this struct when their features land.
 
 use clap::Args;
 
 use super::CliError;
+use crate::model::arch::ArchError;
 use crate::model::binder::BindError;
 use crate::model::precision::PrecisionOptions;
 
-/// The vocabulary precision flags.
+/// The precision flags.
 #[derive(Debug, Clone, Default, Args)]
 pub struct PrecisionArgs {
-    /// Store the token embedding as q4_g64 (4.25 bits/weight), transcoded from q8_g32 at load.
+    /// Store the token embedding as q4_g64 (4.25 bits/weight), encoded at load.
     #[arg(long, conflicts_with = "embedding_q6")]
     pub embedding_q4: bool,
-    /// Store the token embedding as q6_g64 (6.25 bits/weight), transcoded from q8_g32 at load.
+    /// Store the token embedding as q6_g64 (6.25 bits/weight), encoded at load.
     #[arg(long)]
     pub embedding_q6: bool,
-    /// Store the output head as q4_g64 (4.25 bits/weight), transcoded from q8_g32 at load.
+    /// Store the output head as q4_g64 (4.25 bits/weight), encoded at load (with tied
+    /// embeddings, a copy of the embedding in that format).
     #[arg(long, conflicts_with = "lm_head_q6")]
     pub lm_head_q4: bool,
-    /// Store the output head as q6_g64 (6.25 bits/weight), transcoded from q8_g32 at load.
+    /// Store the output head as q6_g64 (6.25 bits/weight), encoded at load (with tied
+    /// embeddings, a copy of the embedding in that format).
     #[arg(long)]
     pub lm_head_q6: bool,
+    /// Store the Gated DeltaNet recurrent state in fp16 between tokens (Qwen3.5 family only).
+    #[arg(long)]
+    pub gdn_state_fp16: bool,
+    /// Run a prompt (or a perplexity window) longer than N tokens as consecutive chunks of at
+    /// most N tokens: the same results up to rounding, activation memory bounded by N.
+    #[arg(long, value_name = "N")]
+    pub prefill_chunk: Option<usize>,
 }
 
 impl PrecisionArgs {
-    /// The options these flags ask for; a usage error (exit 2) where both of a pair are set.
+    /// The options these flags ask for; a usage error (exit 2) where both of a pair are set
+    /// or the prefill chunk is 0.
     pub fn options(&self) -> Result<PrecisionOptions, CliError> {
         PrecisionOptions::from_flags(
             self.embedding_q4,
@@ -35,7 +46,19 @@ impl PrecisionArgs {
             self.lm_head_q4,
             self.lm_head_q6,
         )
+        .and_then(|o| o.with_engine_flags(self.gdn_state_fp16, self.prefill_chunk))
         .map_err(|e| CliError::usage(e.to_string()))
+    }
+}
+
+impl From<ArchError> for CliError {
+    /// A precision option the model cannot take is the user's to fix (exit 2); a model that
+    /// cannot be built is a failure (exit 1).
+    fn from(e: ArchError) -> Self {
+        match e {
+            ArchError::Precision { .. } => CliError::usage(e.to_string()),
+            _ => CliError::failed(e.to_string()),
+        }
     }
 }
 
@@ -97,5 +120,18 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn engine_flags_parse_and_a_zero_chunk_is_a_usage_error() {
+        let c = Cli::try_parse_from(["x", "--gdn-state-fp16", "--prefill-chunk", "16"]).unwrap();
+        let o = c.precision.options().unwrap();
+        assert!(o.gdn_state_fp16);
+        assert_eq!(o.prefill_chunk, Some(16));
+        let c = Cli::try_parse_from(["x", "--prefill-chunk", "0"]).unwrap();
+        let e = c.precision.options().unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("at least 1"), "{}", e.message);
+        assert!(Cli::try_parse_from(["x", "--prefill-chunk", "-1"]).is_err());
     }
 }

@@ -4,11 +4,13 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
+use super::precision::PrecisionArgs;
 use super::CliError;
 use crate::engine::cuda::{CudaBackend, CudaOptions, LinearActivations};
-use crate::engine::generate::{generate, GenerateOptions, Sampling, TextStream};
+use crate::engine::generate::{generate_chunked, GenerateOptions, Sampling, TextStream};
 use crate::engine::{Backend, CpuBackend};
 use crate::model::arch::{self, CausalLm};
+use crate::model::precision::PrecisionOptions;
 use crate::model::{ChatMessage, ModelFiles};
 
 /// Where the model runs.
@@ -121,6 +123,8 @@ pub struct RunArgs {
     pub device: Device,
     #[command(flatten)]
     pub gpu: GpuArgs,
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 }
 
 fn read_prompt(args: &RunArgs) -> Result<String, CliError> {
@@ -146,12 +150,14 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if !args.temperature.is_finite() || args.temperature < 0.0 {
         return Err(CliError::usage("--temperature must be 0 or more"));
     }
+    let precision = args.precision.options()?;
     let prompt = read_prompt(args)?;
     if prompt.is_empty() {
         return Err(CliError::usage("the prompt is empty"));
     }
     let files = crate::model::load_model(args.model.as_deref())
         .map_err(|e| CliError::usage(e.to_string()))?;
+    arch::check_options(&files.config, &precision)?;
     let text = if args.chat {
         let template = files
             .chat_template
@@ -171,8 +177,8 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
     match choose_backend(args.device, args.gpu.options()?)? {
-        Chosen::Cpu(b) => generate_on(&b, &files, &ids, args),
-        Chosen::Cuda(b) => generate_on(&b, &files, &ids, args),
+        Chosen::Cpu(b) => generate_on(&b, &files, &ids, &precision, args),
+        Chosen::Cuda(b) => generate_on(&b, &files, &ids, &precision, args),
     }
 }
 
@@ -181,9 +187,10 @@ fn generate_on<B: Backend>(
     backend: &B,
     files: &ModelFiles,
     ids: &[u32],
+    precision: &PrecisionOptions,
     args: &RunArgs,
 ) -> Result<(), CliError> {
-    let model = arch::load(backend, files).map_err(|e| CliError::failed(e.to_string()))?;
+    let model = arch::load_with(backend, files, precision)?;
     let mut state = model.new_state();
     let opts = GenerateOptions {
         max_new_tokens: args.max_tokens,
@@ -200,7 +207,8 @@ fn generate_on<B: Backend>(
     let mut failure = None;
     let started = Instant::now();
     let mut first_token_at = None;
-    let generation = generate(&model, &mut state, ids, &opts, |id| {
+    let chunk = precision.prefill_chunk;
+    let generation = generate_chunked(&model, &mut state, ids, &opts, chunk, |id| {
         first_token_at.get_or_insert_with(Instant::now);
         match stream.push(id) {
             Ok(piece) => {

@@ -55,6 +55,16 @@ pub trait Backend: Clone + Send + Sync {
 
     // Uploads.
     fn linear_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> Self::Linear;
+    /// A linear layer (or embedding table) stored in `format` whatever the backend's default
+    /// (the vocabulary precision flags). Computes with the values `format` holds, i.e.
+    /// `decode(encode(data))`.
+    fn linear_from_f32_in(
+        &self,
+        rows: usize,
+        cols: usize,
+        data: Vec<f32>,
+        format: &'static crate::formats::Format,
+    ) -> Self::Linear;
     fn vector_from_f32(&self, data: Vec<f32>) -> Self::Vector;
     fn act_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> Self::Act;
     /// A cache for `layers` attention layers of shape `shape` (grows as tokens arrive).

@@ -86,6 +86,26 @@ impl Backend for CpuBackend {
         Mat::new(rows, cols, data)
     }
 
+    /// Encoded and decoded back, so the cpu computes with exactly the values a GPU holding
+    /// the weight in `format` does.
+    fn linear_from_f32_in(
+        &self,
+        rows: usize,
+        cols: usize,
+        data: Vec<f32>,
+        format: &'static crate::formats::Format,
+    ) -> Mat {
+        let payload = crate::formats::encode(format, &data, rows, cols).unwrap_or_else(|e| {
+            panic!(
+                "cpu backend: a [{rows}, {cols}] weight as {}: {e}",
+                format.name
+            )
+        });
+        let values = crate::formats::decode(format, &payload, rows, cols)
+            .expect("a payload just encoded decodes");
+        Mat::new(rows, cols, values)
+    }
+
     fn vector_from_f32(&self, data: Vec<f32>) -> Vec<f32> {
         data
     }
@@ -489,6 +509,29 @@ mod tests {
                 ((s >> 33) as f64 / (1u64 << 31) as f64 * 2.0 - 1.0) as f32
             })
             .collect()
+    }
+
+    #[test]
+    fn linear_in_a_format_holds_the_decoded_encoding() {
+        let b = CpuBackend;
+        let (rows, cols) = (5, 128);
+        let data = rand_vec(rows * cols, 7);
+        for name in ["q4_g64", "q6_g64", "q8_g32", "bf16", "f32"] {
+            let f = crate::formats::format(name).unwrap();
+            let w = b.linear_from_f32_in(rows, cols, data.clone(), f);
+            let payload = crate::formats::encode(f, &data, rows, cols).unwrap();
+            let want = crate::formats::decode(f, &payload, rows, cols).unwrap();
+            assert_eq!((w.rows, w.cols), (rows, cols));
+            assert_eq!(w.data, want, "{name}");
+            if name.starts_with('q') {
+                assert_ne!(w.data, data, "{name} rounds the values");
+            }
+        }
+        let f32f = crate::formats::format("f32").unwrap();
+        assert_eq!(
+            b.linear_from_f32_in(rows, cols, data.clone(), f32f).data,
+            data
+        );
     }
 
     #[test]

@@ -62,6 +62,9 @@ impl Default for CudaOptions {
     }
 }
 
+/// Blocks of at least this many tokens go through the chunked GDN prefill (chunk 64).
+const GDN_CHUNKED_MIN_T: usize = 64;
+
 /// The cuda backend (cheap to clone: the device is shared).
 #[derive(Clone)]
 pub struct CudaBackend {
@@ -173,10 +176,18 @@ impl CudaBackend {
         );
     }
 
-    fn upload_weight(&self, rows: usize, cols: usize, data: &[f32]) -> DeviceWeight {
+    /// Uploads `data` in `format`, or in f32 where the exact route cannot take `format` at
+    /// this width.
+    fn upload_weight(
+        &self,
+        rows: usize,
+        cols: usize,
+        data: &[f32],
+        format: &'static Format,
+    ) -> DeviceWeight {
         let f32f = crate::formats::format("f32").expect("registered");
-        let fmt = if linear_exact::supports(self.opts.weights, cols) {
-            self.opts.weights
+        let fmt = if linear_exact::supports(format, cols) {
+            format
         } else {
             f32f
         };
@@ -232,6 +243,25 @@ impl CudaBackend {
                 elementwise::add_assign(&self.gpu, self.ptr(&y), self.ptr(&r), t * n),
             );
         }
+        y
+    }
+
+    /// The GDN output's gated RMSNorm: `o [t, HV*dv]` with `z` into a new activation.
+    fn gdn_out_norm(&self, w: &CudaGdnWeights, o: &CudaAct, z: &CudaAct, t: usize) -> CudaAct {
+        let d = w.0.dims;
+        let y = self.alloc(t, d.value_dim());
+        ok(
+            "gdn output norm",
+            gdn::launch_out_norm(
+                &self.gpu,
+                DType::F32,
+                self.ptr(o),
+                self.ptr(z),
+                &w.0,
+                self.ptr(&y),
+                t * d.hv,
+            ),
+        );
         y
     }
 
@@ -291,7 +321,23 @@ impl Backend for CudaBackend {
     }
 
     fn linear_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> DeviceWeight {
-        self.upload_weight(rows, cols, &data)
+        self.upload_weight(rows, cols, &data, self.opts.weights)
+    }
+
+    fn linear_from_f32_in(
+        &self,
+        rows: usize,
+        cols: usize,
+        data: Vec<f32>,
+        format: &'static Format,
+    ) -> DeviceWeight {
+        if !linear_exact::supports(format, cols) {
+            tracing::warn!(
+                "a [{rows}, {cols}] weight cannot be held as {} on the GPU (rows of {cols}); it stays f32",
+                format.name
+            );
+        }
+        self.upload_weight(rows, cols, &data, format)
     }
 
     fn vector_from_f32(&self, data: Vec<f32>) -> CudaSlice<f32> {
@@ -680,14 +726,26 @@ impl Backend for CudaBackend {
         assert_eq!(z.cols, d.value_dim(), "gdn: z width");
         assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
         let st = &mut state.0;
-        let route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
-            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
         let o = self.alloc(t, d.value_dim());
         let x = RawInputs {
             mixed: self.ptr(mixed),
             a: self.ptr(a),
             b: self.ptr(b),
         };
+        if t >= GDN_CHUNKED_MIN_T && gdn::prefill_supports(&d) {
+            // Long blocks: the chunked (WY) prefill instead of T sequential steps.
+            let mut ws = ok(
+                "gdn prefill workspace",
+                gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty()),
+            );
+            ok(
+                "gdn prefill",
+                gdn::launch_prefill(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o)),
+            );
+            return self.gdn_out_norm(w, &o, z, t);
+        }
+        let route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
+            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
         ok(
             "gdn",
             gdn::launch_recurrent(
@@ -702,20 +760,7 @@ impl Backend for CudaBackend {
                 None,
             ),
         );
-        let y = self.alloc(t, d.value_dim());
-        ok(
-            "gdn output norm",
-            gdn::launch_out_norm(
-                &self.gpu,
-                DType::F32,
-                self.ptr(&o),
-                self.ptr(z),
-                &w.0,
-                self.ptr(&y),
-                t * d.hv,
-            ),
-        );
-        y
+        self.gdn_out_norm(w, &o, z, t)
     }
 
     fn concat_cols(&self, a: &CudaAct, b: &CudaAct) -> CudaAct {

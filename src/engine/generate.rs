@@ -5,7 +5,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::backend::Backend;
-use crate::model::arch::{CausalLm, LogitsWanted};
+use crate::model::arch::{forward_chunked, CausalLm, LogitsWanted};
 use crate::model::{ModelError, Tokenizer};
 
 /// How the next token is picked.
@@ -133,6 +133,23 @@ pub fn generate<B, M>(
     state: &mut M::State,
     prompt: &[u32],
     opts: &GenerateOptions,
+    on_token: impl FnMut(u32) -> bool,
+) -> Generation
+where
+    B: Backend,
+    M: CausalLm<B>,
+{
+    generate_chunked(model, state, prompt, opts, None, on_token)
+}
+
+/// As [`generate`], the prompt run as consecutive chunks of at most `prefill_chunk` tokens
+/// (`--prefill-chunk`; `None`: one forward), which bounds the prefill's activation memory.
+pub fn generate_chunked<B, M>(
+    model: &M,
+    state: &mut M::State,
+    prompt: &[u32],
+    opts: &GenerateOptions,
+    prefill_chunk: Option<usize>,
     mut on_token: impl FnMut(u32) -> bool,
 ) -> Generation
 where
@@ -152,7 +169,7 @@ where
             reason: StopReason::Length,
         };
     }
-    let mut logits = model.forward(state, prompt, LogitsWanted::Last);
+    let mut logits = forward_chunked(model, state, prompt, LogitsWanted::Last, prefill_chunk);
     loop {
         let next = sample(&logits, &opts.sampling, &mut rng);
         if opts.stop_ids.contains(&next) {

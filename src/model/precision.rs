@@ -1,19 +1,25 @@
-//! The precision options: what the user asked the weight binder (and, later, the kernels) to
-//! store or compute narrower than the default.
+//! The precision options: what the user asked the weight binder, the architectures and the
+//! engine to store or compute narrower (or in smaller pieces) than the default.
 //!
-//! Implemented here (they act in [`crate::model::binder`]):
+//! Implemented here (they act in [`crate::model::binder`] and in
+//! [`crate::model::arch::load_with`]):
 //!
 //! - `--embedding-q4` / `--embedding-q6` (mutually exclusive): the token embedding table is
-//!   transcoded from `q8_g32` to `q4_g64` (4.25 bits/weight) or `q6_g64` (6.25) at load.
+//!   stored as `q4_g64` (4.25 bits/weight) or `q6_g64` (6.25). The binder transcodes it from
+//!   `q8_g32`; the architectures encode it from the decoded f32 values.
 //! - `--lm-head-q4` / `--lm-head-q6` (mutually exclusive): the same for the output head. With
 //!   tied embeddings the head keeps working from the embedding's source, in its own format.
+//! - `--gdn-state-fp16`: the Gated DeltaNet recurrent state is stored in fp16 between calls
+//!   (a model without GDN layers refuses it).
+//! - `--prefill-chunk N`: a forward over more than N tokens (a prompt, a perplexity window)
+//!   runs as consecutive chunks of at most N tokens: the same results up to rounding, with
+//!   activation memory bounded by N tokens.
 //!
 //! Not implemented yet (owned elsewhere; listed so that the one options type grows here):
-//! `--mtp-experts-q4` (MTP layer experts in `q4_g64`), `--gdn-state-fp16` (GDN recurrent state
-//! stored in fp16), `--prefill-cublas` with `--no-prefill-cublas-projections` (the cuBLAS
-//! `i8_row` prefill route), `--mlp-a8-decode` (8-bit activations in decode MLPs),
-//! `--no-prefill-a8` (turn off the default integer-activation prefill routes) and
-//! `--prefill-chunk N` (tokens per prefill chunk).
+//! `--mtp-experts-q4` (MTP layer experts in `q4_g64`), `--prefill-cublas` with
+//! `--no-prefill-cublas-projections` (the cuBLAS `i8_row` prefill route), `--mlp-a8-decode`
+//! (8-bit activations in decode MLPs) and `--no-prefill-a8` (turn off the default
+//! integer-activation prefill routes).
 
 use thiserror::Error;
 
@@ -69,16 +75,22 @@ pub enum PrecisionError {
         first: &'static str,
         second: &'static str,
     },
+    #[error("--prefill-chunk must be at least 1 (tokens per chunk); it is {0}")]
+    ZeroChunk(usize),
 }
 
-/// The precision options the binder acts on. `Default` is the default precision (every tensor
-/// in its stored engine format).
+/// The precision options. `Default` is the default precision (every tensor in its stored
+/// engine format, f32 GDN state, prompts run whole).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct PrecisionOptions {
     /// `--embedding-q4` / `--embedding-q6`.
     pub embedding: Option<VocabQuant>,
     /// `--lm-head-q4` / `--lm-head-q6`.
     pub lm_head: Option<VocabQuant>,
+    /// `--gdn-state-fp16`: GDN recurrent state stored in fp16 (Qwen3.5 family only).
+    pub gdn_state_fp16: bool,
+    /// `--prefill-chunk N`: most tokens per forward of a prompt or window (`None`: whole).
+    pub prefill_chunk: Option<usize>,
 }
 
 impl PrecisionOptions {
@@ -106,6 +118,24 @@ impl PrecisionOptions {
                 "--embedding-q6",
             )?,
             lm_head: pick(lm_head_q4, lm_head_q6, "--lm-head-q4", "--lm-head-q6")?,
+            ..Default::default()
+        })
+    }
+
+    /// These options with `--gdn-state-fp16` and `--prefill-chunk` as given; an error where
+    /// the chunk is 0.
+    pub fn with_engine_flags(
+        self,
+        gdn_state_fp16: bool,
+        prefill_chunk: Option<usize>,
+    ) -> Result<Self, PrecisionError> {
+        if let Some(n) = prefill_chunk.filter(|&n| n == 0) {
+            return Err(PrecisionError::ZeroChunk(n));
+        }
+        Ok(PrecisionOptions {
+            gdn_state_fp16,
+            prefill_chunk,
+            ..self
         })
     }
 
@@ -123,7 +153,11 @@ impl PrecisionOptions {
         let mut out = Vec::with_capacity(9);
         for embedding in choices {
             for lm_head in choices {
-                out.push(PrecisionOptions { embedding, lm_head });
+                out.push(PrecisionOptions {
+                    embedding,
+                    lm_head,
+                    ..Default::default()
+                });
             }
         }
         out
@@ -137,6 +171,12 @@ impl PrecisionOptions {
         }
         if let Some(q) = self.lm_head {
             v.push(VocabTensor::LmHead.flag(q));
+        }
+        if self.gdn_state_fp16 {
+            v.push("--gdn-state-fp16".to_string());
+        }
+        if let Some(n) = self.prefill_chunk {
+            v.push(format!("--prefill-chunk {n}"));
         }
         v.join(" ")
     }
@@ -170,5 +210,22 @@ mod tests {
             .unwrap();
             assert_eq!(&back, c, "{f}");
         }
+    }
+
+    #[test]
+    fn engine_flags_refuse_a_zero_chunk_and_show_in_flags() {
+        let o = PrecisionOptions::default()
+            .with_engine_flags(true, Some(3))
+            .unwrap();
+        assert!(o.gdn_state_fp16);
+        assert_eq!(o.prefill_chunk, Some(3));
+        assert_eq!(o.flags(), "--gdn-state-fp16 --prefill-chunk 3");
+        let e = PrecisionOptions::default()
+            .with_engine_flags(false, Some(0))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--prefill-chunk must be at least 1 (tokens per chunk); it is 0"
+        );
     }
 }

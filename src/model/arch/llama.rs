@@ -8,8 +8,11 @@
 //! [`RopeStyle::Interleaved`] on the stored rows, which is exactly equivalent (the q.k
 //! products are invariant under the same permutation of q and k; v/o are not permuted).
 
-use super::{tensor_f32, ArchError, CausalLm, LogitsWanted};
+use super::{
+    check_options, tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted, VocabValues,
+};
 use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
+use crate::model::precision::PrecisionOptions;
 use crate::model::{ModelConfig, ModelFiles, Weights};
 use crate::ops::rmsnorm::NormWeight;
 
@@ -49,10 +52,21 @@ pub struct LlamaState<B: Backend> {
 }
 
 impl<B: Backend> Llama<B> {
-    /// Decodes the weights of `files` to f32 and uploads them to `b`.
+    /// Decodes the weights of `files` to f32 and uploads them to `b` (default precision).
     pub fn load(b: &B, files: &ModelFiles) -> Result<Self, ArchError> {
+        Self::load_with(b, files, &PrecisionOptions::default())
+    }
+
+    /// As [`Llama::load`] with precision options: the vocabulary flags (see
+    /// [`super::vocab_tensors`]); `--gdn-state-fp16` is refused (no GDN layers).
+    pub fn load_with(
+        b: &B,
+        files: &ModelFiles,
+        opts: &PrecisionOptions,
+    ) -> Result<Self, ArchError> {
         let c = &files.config;
         let w = &files.weights;
+        check_options(c, opts)?;
         let gguf = matches!(w, Weights::Gguf(_));
         let lin = |name: &str| -> Result<B::Linear, ArchError> {
             let (shape, v) = tensor_f32(w, name)?;
@@ -78,12 +92,12 @@ impl<B: Backend> Llama<B> {
                 "lm_head.weight",
             )
         };
-        let embed = lin(embed_name)?;
         let head = if w.tensor(head_name).is_some() {
-            Some(lin(head_name)?)
+            Some(VocabValues::read(w, head_name)?)
         } else {
             None
         };
+        let (embed, head) = vocab_tensors(b, VocabValues::read(w, embed_name)?, head, opts)?;
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for i in 0..c.num_hidden_layers {
             let n = |gg: &str, hf: &str| {

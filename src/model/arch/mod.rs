@@ -4,6 +4,12 @@
 //! dtypes to f32 here, independently of the weight binder) and implements [`CausalLm`]:
 //! a state per sequence (KV cache, later GDN state) and a forward over a block of tokens
 //! that serves both prefill (many tokens) and incremental decode (one token).
+//!
+//! [`load_with`] applies the precision options ([`PrecisionOptions`]) that act at load:
+//! the vocabulary flags store the embedding table and the head in `q4_g64` / `q6_g64`
+//! ([`vocab_tensors`]), `--gdn-state-fp16` stores the GDN state in fp16. An option the model
+//! cannot take is an [`ArchError::Precision`] that says why. `--prefill-chunk` acts where
+//! prompts are fed ([`forward_chunked`]).
 
 pub mod llama;
 pub mod qwen35;
@@ -12,6 +18,7 @@ use half::{bf16, f16};
 
 use crate::engine::backend::Backend;
 use crate::formats::gguf_blocks::{dequantize, GgufType};
+use crate::model::precision::{PrecisionOptions, VocabQuant, VocabTensor};
 use crate::model::{Architecture, Dtype, ModelError, ModelFiles, TensorDtype, Weights};
 
 pub use llama::Llama;
@@ -26,6 +33,9 @@ pub enum ArchError {
     Weight { name: String, problem: String },
     #[error("the {arch:?} architecture is not implemented on this backend yet")]
     Unsupported { arch: Architecture },
+    /// A precision option this model cannot take (a usage error).
+    #[error("{flag}: {why}")]
+    Precision { flag: String, why: String },
 }
 
 /// Which logits a forward returns.
@@ -48,6 +58,158 @@ pub trait CausalLm<B: Backend> {
     /// Runs `ids` (at positions `position(state)..`) through the model, appending them to
     /// `state`, and returns logits `[rows, vocab]` row-major (`rows` is 1 or `ids.len()`).
     fn forward(&self, state: &mut Self::State, ids: &[u32], want: LogitsWanted) -> Vec<f32>;
+}
+
+/// Runs `ids` through `model` as consecutive chunks of at most `chunk` tokens (`None`: one
+/// forward), each continuing the state the previous one left. The same logits as one forward
+/// up to rounding: all chunks' rows concatenated for [`LogitsWanted::All`], the last chunk's
+/// last row for [`LogitsWanted::Last`]. Panics on a chunk of 0.
+pub fn forward_chunked<B: Backend, M: CausalLm<B> + ?Sized>(
+    model: &M,
+    state: &mut M::State,
+    ids: &[u32],
+    want: LogitsWanted,
+    chunk: Option<usize>,
+) -> Vec<f32> {
+    assert!(chunk != Some(0), "a prefill chunk holds at least one token");
+    let n = chunk.unwrap_or(ids.len()).max(1);
+    if ids.len() <= n {
+        return model.forward(state, ids, want);
+    }
+    let mut out = Vec::new();
+    for piece in ids.chunks(n) {
+        let logits = model.forward(state, piece, want);
+        match want {
+            LogitsWanted::All => out.extend(logits),
+            LogitsWanted::Last => out = logits,
+        }
+    }
+    out
+}
+
+/// A vocabulary tensor's values: `[rows, cols]` row-major.
+pub struct VocabValues {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: Vec<f32>,
+}
+
+impl VocabValues {
+    /// A 2-D tensor of `weights` decoded to f32.
+    pub fn read(weights: &Weights, name: &str) -> Result<Self, ArchError> {
+        let (shape, data) = tensor_f32(weights, name)?;
+        let cols = *shape.last().unwrap_or(&1);
+        Ok(VocabValues {
+            rows: data.len() / cols.max(1),
+            cols,
+            data,
+        })
+    }
+}
+
+/// Uploads the embedding table and the head (`None`: tied, no head tensor) as `opts` asks:
+/// a vocabulary flag stores its tensor in `q4_g64` / `q6_g64` through
+/// [`Backend::linear_from_f32_in`], no flag in the backend's default format. Returns the
+/// embedding and the head (`None`: the head is the embedding).
+///
+/// Tied embeddings follow the weight binder: the head is in the format its own flag asks
+/// for. Where that is the embedding's format the one table serves both; otherwise the head is
+/// a separate copy of the embedding's f32 values in the head's format (`--lm-head-q4` alone
+/// gives a q4 head and an embedding in the default format; `--embedding-q4` alone a q4
+/// embedding and a head in the default format).
+///
+/// A flag is refused where the rows (the hidden size) are not a multiple of its format's
+/// group.
+pub fn vocab_tensors<B: Backend>(
+    b: &B,
+    embed: VocabValues,
+    head: Option<VocabValues>,
+    opts: &PrecisionOptions,
+) -> Result<(B::Linear, Option<B::Linear>), ArchError> {
+    let put = |which: VocabTensor, v: VocabValues| -> Result<B::Linear, ArchError> {
+        let Some(q) = opts.vocab(which) else {
+            return Ok(b.linear_from_f32(v.rows, v.cols, v.data));
+        };
+        group_fits(which, q, v.cols)?;
+        Ok(b.linear_from_f32_in(v.rows, v.cols, v.data, vocab_format(q)))
+    };
+    match head {
+        Some(h) => Ok((
+            put(VocabTensor::Embedding, embed)?,
+            Some(put(VocabTensor::LmHead, h)?),
+        )),
+        None if opts.embedding == opts.lm_head => Ok((put(VocabTensor::Embedding, embed)?, None)),
+        None => {
+            let copy = VocabValues {
+                rows: embed.rows,
+                cols: embed.cols,
+                data: embed.data.clone(),
+            };
+            let head = put(VocabTensor::LmHead, copy)?;
+            Ok((put(VocabTensor::Embedding, embed)?, Some(head)))
+        }
+    }
+}
+
+/// Refuses, from the config alone (before any weight is read), the precision options this
+/// model cannot take: `--gdn-state-fp16` without GDN layers, a vocabulary flag whose
+/// format's group does not divide the hidden size. Every `load_with` checks the same first.
+pub fn check_options(
+    config: &crate::model::ModelConfig,
+    opts: &PrecisionOptions,
+) -> Result<(), ArchError> {
+    let has_gdn = config.architecture != Architecture::Llama
+        && (0..config.num_hidden_layers).any(|i| !config.is_full_attention(i));
+    if !has_gdn {
+        no_gdn_state(opts, config)?;
+    }
+    for which in [VocabTensor::Embedding, VocabTensor::LmHead] {
+        if let Some(q) = opts.vocab(which) {
+            group_fits(which, q, config.hidden_size)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a vocabulary flag whose format's group does not divide rows of `cols` values.
+fn group_fits(which: VocabTensor, q: VocabQuant, cols: usize) -> Result<(), ArchError> {
+    let format = vocab_format(q);
+    if cols.is_multiple_of(format.group) {
+        return Ok(());
+    }
+    let what = match which {
+        VocabTensor::Embedding => "embedding",
+        VocabTensor::LmHead => "output head",
+    };
+    Err(ArchError::Precision {
+        flag: which.flag(q),
+        why: format!(
+            "the model's hidden size is {cols}, not a multiple of the {} group of {}, so its {what} cannot be stored as {}; drop the flag",
+            format.name, format.group, format.name
+        ),
+    })
+}
+
+/// Refuses `--gdn-state-fp16` for a model without Gated DeltaNet layers.
+pub(crate) fn no_gdn_state(
+    opts: &PrecisionOptions,
+    config: &crate::model::ModelConfig,
+) -> Result<(), ArchError> {
+    if opts.gdn_state_fp16 {
+        return Err(ArchError::Precision {
+            flag: "--gdn-state-fp16".into(),
+            why: format!(
+                "the {} model has no Gated DeltaNet layers, so there is no GDN state to store in fp16; drop the flag",
+                config.model_type
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The vocabulary format a flag asks for (for messages and tests).
+pub fn vocab_format(q: VocabQuant) -> &'static crate::formats::Format {
+    crate::formats::format(q.format_name()).expect("a registered format")
 }
 
 /// A tensor decoded to f32: its row-major shape (outermost first) and values.
@@ -114,13 +276,23 @@ pub enum ModelState<B: Backend> {
     Qwen35(qwen35::Qwen35State<B>),
 }
 
-/// Loads the model in `files` on backend `b`: llama family (llama, qwen3 dense) or the
-/// qwen35 families (Qwen3.5/3.6 dense and MoE, Qwen3-Next). MTP weights are not loaded.
+/// Loads the model in `files` on backend `b` at the default precision: llama family (llama,
+/// qwen3 dense) or the qwen35 families (Qwen3.5/3.6 dense and MoE, Qwen3-Next).
 pub fn load<B: Backend>(b: &B, files: &ModelFiles) -> Result<Model<B>, ArchError> {
+    load_with(b, files, &PrecisionOptions::default())
+}
+
+/// As [`load`], with the precision options that act at load (vocabulary formats, GDN state
+/// type); an [`ArchError::Precision`] where the model cannot take one of them.
+pub fn load_with<B: Backend>(
+    b: &B,
+    files: &ModelFiles,
+    opts: &PrecisionOptions,
+) -> Result<Model<B>, ArchError> {
     Ok(match files.config.architecture {
-        Architecture::Llama => Model::Llama(Llama::load(b, files)?),
+        Architecture::Llama => Model::Llama(Llama::load_with(b, files, opts)?),
         Architecture::Qwen35 | Architecture::Qwen35Moe | Architecture::Qwen3Next => {
-            Model::Qwen35(Qwen35::load(b, files)?)
+            Model::Qwen35(Qwen35::load_with(b, files, opts)?)
         }
     })
 }

@@ -3,8 +3,9 @@
 //! attention layers per `layer_types`, SwiGLU MLP, zero-centred RMSNorms (plain weight for
 //! the GDN output norm), partial NeoX RoPE.
 
-use super::{tensor_f32, ArchError, CausalLm, LogitsWanted};
+use super::{tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted, VocabValues};
 use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
+use crate::model::precision::PrecisionOptions;
 use crate::model::{Architecture, ModelConfig, ModelFiles};
 use crate::ops::gdn::{GdnDims, StateType};
 use crate::ops::rmsnorm::NormWeight;
@@ -161,10 +162,23 @@ pub struct Qwen35State<B: Backend> {
 }
 
 impl<B: Backend> Qwen35<B> {
-    /// Decodes the weights of `files` (HF safetensors naming) and uploads them to `b`.
+    /// Decodes the weights of `files` (HF safetensors naming) and uploads them to `b`
+    /// (default precision).
     pub fn load(b: &B, files: &ModelFiles) -> Result<Self, ArchError> {
+        Self::load_with(b, files, &PrecisionOptions::default())
+    }
+
+    /// As [`Qwen35::load`] with precision options: the vocabulary flags (see
+    /// [`super::vocab_tensors`]; the MTP layer shares the main embedding and head) and
+    /// `--gdn-state-fp16` (refused where no layer is a GDN layer).
+    pub fn load_with(
+        b: &B,
+        files: &ModelFiles,
+        opts: &PrecisionOptions,
+    ) -> Result<Self, ArchError> {
         let c = &files.config;
         let w = &files.weights;
+        super::check_options(c, opts)?;
         let lin = |name: &str| -> Result<B::Linear, ArchError> {
             let (shape, v) = tensor_f32(w, name)?;
             let cols = *shape.last().unwrap_or(&1);
@@ -339,14 +353,16 @@ impl<B: Backend> Qwen35<B> {
             None
         };
         let head = if w.tensor("lm_head.weight").is_some() {
-            Some(lin("lm_head.weight")?)
+            Some(VocabValues::read(w, "lm_head.weight")?)
         } else {
             None
         };
+        let embed = VocabValues::read(w, &format!("{m}embed_tokens.weight"))?;
+        let (embed, head) = vocab_tensors(b, embed, head, opts)?;
         Ok(Qwen35 {
             backend: b.clone(),
             config: c.clone(),
-            embed: lin(&format!("{m}embed_tokens.weight"))?,
+            embed,
             head,
             final_norm: vec(&format!("{m}norm.weight"))?,
             layers,
@@ -362,7 +378,11 @@ impl<B: Backend> Qwen35<B> {
             },
             gdn_dims,
             mtp,
-            state_type: StateType::F32,
+            state_type: if opts.gdn_state_fp16 {
+                StateType::F16
+            } else {
+                StateType::F32
+            },
         })
     }
 
