@@ -298,9 +298,16 @@ pub fn score_chunked<B: Backend, M: CausalLm<B>>(
                 want: w.len * vocab,
             });
         }
-        for t in w.score_from..w.len {
-            let row = &logits[(t - 1) * vocab..t * vocab];
-            let nll = nll_of(row, input[t] as usize);
+        // The log-softmax of a window's rows costs more than the GPU's forward at a large
+        // vocabulary: spread it over the cores, then accumulate in order (same sums).
+        let nlls: Vec<f64> = {
+            use rayon::prelude::*;
+            (w.score_from..w.len)
+                .into_par_iter()
+                .map(|t| nll_of(&logits[(t - 1) * vocab..t * vocab], input[t] as usize))
+                .collect()
+        };
+        for (t, nll) in (w.score_from..w.len).zip(nlls) {
             if !nll.is_finite() {
                 return Err(PerplexityError::NonFinite {
                     pos: w.start + t,
