@@ -8,11 +8,15 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
+use super::precision::PrecisionArgs;
 use super::run::{choose_backend, Chosen, Device, GpuArgs};
 use super::CliError;
-use crate::engine::generate::{generate, GenerateOptions, Sampling, StopReason, TextStream};
+use crate::engine::generate::{
+    generate_chunked, GenerateOptions, Sampling, StopReason, TextStream,
+};
 use crate::engine::Backend;
 use crate::model::arch::{self, CausalLm};
+use crate::model::precision::PrecisionOptions;
 use crate::model::{ChatMessage, ModelFiles};
 
 #[derive(Debug, clap::Args)]
@@ -42,6 +46,8 @@ pub struct ChatArgs {
     pub device: Device,
     #[command(flatten)]
     pub gpu: GpuArgs,
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
 }
 
 pub fn run(args: &ChatArgs) -> Result<(), CliError> {
@@ -51,21 +57,28 @@ pub fn run(args: &ChatArgs) -> Result<(), CliError> {
     if !args.temperature.is_finite() || args.temperature < 0.0 {
         return Err(CliError::usage("--temperature must be 0 or more"));
     }
+    let precision = args.precision.options()?;
     let files = crate::model::load_model(args.model.as_deref())
         .map_err(|e| CliError::usage(e.to_string()))?;
+    arch::check_options(&files.config, &precision)?;
     if files.chat_template.is_none() {
         return Err(CliError::usage(
             "this model has no chat template; use `ninfer run` for plain text",
         ));
     }
     match choose_backend(args.device, args.gpu.options()?)? {
-        Chosen::Cpu(b) => chat_on(&b, &files, args),
-        Chosen::Cuda(b) => chat_on(&b, &files, args),
+        Chosen::Cpu(b) => chat_on(&b, &files, &precision, args),
+        Chosen::Cuda(b) => chat_on(&b, &files, &precision, args),
     }
 }
 
-fn chat_on<B: Backend>(backend: &B, files: &ModelFiles, args: &ChatArgs) -> Result<(), CliError> {
-    let model = arch::load(backend, files).map_err(|e| CliError::failed(e.to_string()))?;
+fn chat_on<B: Backend>(
+    backend: &B,
+    files: &ModelFiles,
+    precision: &PrecisionOptions,
+    args: &ChatArgs,
+) -> Result<(), CliError> {
+    let model = arch::load_with(backend, files, precision)?;
     let template = files.chat_template.as_ref().expect("checked by the caller");
     let interactive = std::io::stdin().is_terminal();
     if interactive {
@@ -123,7 +136,10 @@ fn chat_on<B: Backend>(backend: &B, files: &ModelFiles, args: &ChatArgs) -> Resu
         let mut stream = TextStream::new(&files.tokenizer, true);
         let mut reply = String::new();
         let mut failure = None;
-        let generation = generate(&model, &mut state, new, &opts, |id| match stream.push(id) {
+        let chunk = precision.prefill_chunk;
+        let generation = generate_chunked(&model, &mut state, new, &opts, chunk, |id| match stream
+            .push(id)
+        {
             Ok(piece) => {
                 reply.push_str(&piece);
                 let _ = out.write_all(piece.as_bytes());
