@@ -9,7 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use super::precision::PrecisionArgs;
-use super::run::{choose_backend, Chosen, Device, GpuArgs};
+use super::run::{choose_backend, Chosen, Device, GpuArgs, SamplingArgs};
 use super::CliError;
 use crate::engine::generate::{
     generate_chunked, GenerateOptions, Sampling, StopReason, TextStream,
@@ -30,18 +30,8 @@ pub struct ChatArgs {
     /// Most tokens per reply.
     #[arg(long, default_value_t = 512)]
     pub max_tokens: usize,
-    /// Sampling temperature; 0 is greedy.
-    #[arg(long, default_value_t = 0.0)]
-    pub temperature: f32,
-    /// Keep only the k most likely tokens (0 = all).
-    #[arg(long, default_value_t = 0)]
-    pub top_k: usize,
-    /// Keep the smallest set of tokens whose probability reaches p (1 = all).
-    #[arg(long, default_value_t = 1.0)]
-    pub top_p: f32,
-    /// Seed for sampling.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
     #[command(flatten)]
@@ -51,12 +41,7 @@ pub struct ChatArgs {
 }
 
 pub fn run(args: &ChatArgs) -> Result<(), CliError> {
-    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
-        return Err(CliError::usage("--top-p must be in (0, 1]"));
-    }
-    if !args.temperature.is_finite() || args.temperature < 0.0 {
-        return Err(CliError::usage("--temperature must be 0 or more"));
-    }
+    let sampling = args.sampling.sampling()?;
     let precision = args.precision.options()?;
     let files = crate::model::load_model(args.model.as_deref())
         .map_err(|e| CliError::usage(e.to_string()))?;
@@ -67,8 +52,8 @@ pub fn run(args: &ChatArgs) -> Result<(), CliError> {
         ));
     }
     match choose_backend(args.device, args.gpu.options()?)? {
-        Chosen::Cpu(b) => chat_on(&b, &files, &precision, args),
-        Chosen::Cuda(b) => chat_on(&b, &files, &precision, args),
+        Chosen::Cpu(b) => chat_on(&b, &files, &precision, sampling, args),
+        Chosen::Cuda(b) => chat_on(&b, &files, &precision, sampling, args),
     }
 }
 
@@ -76,6 +61,7 @@ fn chat_on<B: Backend>(
     backend: &B,
     files: &ModelFiles,
     precision: &PrecisionOptions,
+    sampling: Sampling,
     args: &ChatArgs,
 ) -> Result<(), CliError> {
     let model = arch::load_with(backend, files, precision)?;
@@ -125,11 +111,10 @@ fn chat_on<B: Backend>(
         let new = &ids[consumed.len()..];
         let opts = GenerateOptions {
             max_new_tokens: args.max_tokens,
+            // A new seed per turn, so equal questions need not get equal samples.
             sampling: Sampling {
-                temperature: args.temperature,
-                top_k: args.top_k,
-                top_p: args.top_p,
-                seed: args.seed.wrapping_add(history.len() as u64),
+                seed: sampling.seed.wrapping_add(history.len() as u64),
+                ..sampling
             },
             stop_ids: files.tokenizer.stop_ids().to_vec(),
         };

@@ -24,6 +24,41 @@ pub enum Device {
     Auto,
 }
 
+/// The sampling flags of the generating commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SamplingArgs {
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Keep only the k most likely tokens (0 = all).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: usize,
+    /// Keep the smallest set of tokens whose probability reaches p (1 = all).
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Seed for sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl SamplingArgs {
+    /// The sampling these flags ask for; a usage error for values outside their range.
+    pub fn sampling(&self) -> Result<Sampling, CliError> {
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(CliError::usage("--top-p must be in (0, 1]"));
+        }
+        if !self.temperature.is_finite() || self.temperature < 0.0 {
+            return Err(CliError::usage("--temperature must be 0 or more"));
+        }
+        Ok(Sampling {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            seed: self.seed,
+        })
+    }
+}
+
 /// How the GPU engine holds weights and feeds linear layers (ignored on the cpu).
 #[derive(Debug, Clone, clap::Args)]
 pub struct GpuArgs {
@@ -107,18 +142,8 @@ pub struct RunArgs {
     /// Most tokens to generate.
     #[arg(long, default_value_t = 128)]
     pub max_tokens: usize,
-    /// Sampling temperature; 0 is greedy.
-    #[arg(long, default_value_t = 0.0)]
-    pub temperature: f32,
-    /// Keep only the k most likely tokens (0 = all).
-    #[arg(long, default_value_t = 0)]
-    pub top_k: usize,
-    /// Keep the smallest set of tokens whose probability reaches p (1 = all).
-    #[arg(long, default_value_t = 1.0)]
-    pub top_p: f32,
-    /// Seed for sampling.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
     #[command(flatten)]
@@ -144,12 +169,7 @@ fn read_prompt(args: &RunArgs) -> Result<String, CliError> {
 }
 
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
-    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
-        return Err(CliError::usage("--top-p must be in (0, 1]"));
-    }
-    if !args.temperature.is_finite() || args.temperature < 0.0 {
-        return Err(CliError::usage("--temperature must be 0 or more"));
-    }
+    let sampling = args.sampling.sampling()?;
     let precision = args.precision.options()?;
     let prompt = read_prompt(args)?;
     if prompt.is_empty() {
@@ -177,8 +197,8 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
     match choose_backend(args.device, args.gpu.options()?)? {
-        Chosen::Cpu(b) => generate_on(&b, &files, &ids, &precision, args),
-        Chosen::Cuda(b) => generate_on(&b, &files, &ids, &precision, args),
+        Chosen::Cpu(b) => generate_on(&b, &files, &ids, &precision, sampling, args),
+        Chosen::Cuda(b) => generate_on(&b, &files, &ids, &precision, sampling, args),
     }
 }
 
@@ -188,18 +208,14 @@ fn generate_on<B: Backend>(
     files: &ModelFiles,
     ids: &[u32],
     precision: &PrecisionOptions,
+    sampling: Sampling,
     args: &RunArgs,
 ) -> Result<(), CliError> {
     let model = arch::load_with(backend, files, precision)?;
     let mut state = model.new_state();
     let opts = GenerateOptions {
         max_new_tokens: args.max_tokens,
-        sampling: Sampling {
-            temperature: args.temperature,
-            top_k: args.top_k,
-            top_p: args.top_p,
-            seed: args.seed,
-        },
+        sampling,
         stop_ids: files.tokenizer.stop_ids().to_vec(),
     };
     let mut stream = TextStream::new(&files.tokenizer, true);
