@@ -1,0 +1,87 @@
+//! `ninfer compare` the way a user runs it. The GPU comparison itself runs on the GPU
+//! machine (`scripts/gpu/engine.sh`); here the harness is checked against the cpu backend
+//! and the cuda request is checked to fail cleanly where there is no GPU.
+
+use std::process::{Command, Output};
+
+fn ninfer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ninfer"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+const LLAMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/llama");
+
+#[test]
+fn the_cpu_against_itself_is_identical_and_writes_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("compare.jsonl");
+    let out = ninfer(&[
+        "compare",
+        "--device",
+        "cpu",
+        "--model",
+        LLAMA,
+        "--tokens",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("identical") && stdout.contains("PASS"),
+        "{stdout}"
+    );
+    let rec: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
+    assert_eq!(rec["identical_tokens"], 8);
+    assert_eq!(rec["prefill_rel_l2"], 0.0);
+    assert_eq!(rec["pass"], true);
+}
+
+#[test]
+fn cuda_runs_where_there_is_a_gpu_and_is_refused_where_there_is_none() {
+    let has_gpu = ninfer(&["devices", "--json"]).status.success()
+        && String::from_utf8_lossy(&ninfer(&["devices", "--json"]).stdout).contains("\"arch\"");
+    let out = ninfer(&["compare", "--model", LLAMA, "--tokens", "4"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if has_gpu {
+        assert!(out.status.success(), "{err}");
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("error: ") && err.contains("GPU"), "{err}");
+    }
+}
+
+#[test]
+fn bad_options_exit_two_with_a_sentence() {
+    for args in [
+        vec![
+            "compare", "--device", "cpu", "--model", LLAMA, "--tokens", "0",
+        ],
+        vec![
+            "compare",
+            "--device",
+            "cpu",
+            "--model",
+            LLAMA,
+            "--weights",
+            "q3_g7",
+        ],
+        vec!["compare", "--device", "cpu", "--model", "/no/such/model"],
+    ] {
+        let out = ninfer(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}
