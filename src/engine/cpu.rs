@@ -132,17 +132,7 @@ impl Backend for CpuBackend {
         norm_w: Vec<f32>,
         eps: f64,
     ) -> (GdnDims, CpuWeights) {
-        assert_eq!(
-            conv_w.len(),
-            dims.conv_dim() * dims.kc,
-            "gdn: conv weight size"
-        );
-        assert_eq!(
-            (a_log.len(), dt_bias.len()),
-            (dims.hv, dims.hv),
-            "gdn: A_log/dt_bias"
-        );
-        assert_eq!(norm_w.len(), dims.dv, "gdn: norm weight size");
+        dims.check_params(&conv_w, &a_log, &dt_bias, &norm_w);
         (
             dims,
             CpuWeights {

@@ -65,6 +65,22 @@ impl GdnDims {
     pub fn conv_state_len(&self) -> usize {
         self.conv_dim() * (self.kc - 1)
     }
+    /// Panics unless the layer's small parameters have these dims' sizes: `conv_w
+    /// [conv_dim, kc]`, `a_log` and `dt_bias [HV]`, `norm_w [dv]` (every backend's check).
+    pub fn check_params(&self, conv_w: &[f32], a_log: &[f32], dt_bias: &[f32], norm_w: &[f32]) {
+        assert_eq!(
+            conv_w.len(),
+            self.conv_dim() * self.kc,
+            "gdn: conv weight size"
+        );
+        assert_eq!(
+            (a_log.len(), dt_bias.len()),
+            (self.hv, self.hv),
+            "gdn: A_log/dt_bias"
+        );
+        assert_eq!(norm_w.len(), self.dv, "gdn: norm weight size");
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "HK={} HV={} dk={} dv={}",
