@@ -1,0 +1,474 @@
+//! Tuning profiles (DESIGN.md section 5): `tuning/<device>.toml` maps shape keys to the kernel
+//! entry that won on one device fingerprint. A profile is trusted only where its fingerprint
+//! id matches the running device; otherwise the built-in heuristics serve, with one notice.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::bucket::ShapeKey;
+use super::fingerprint::Fingerprint;
+
+/// The schema version this build reads and writes.
+pub const SCHEMA: u32 = 1;
+
+const SUGGESTION: &str =
+    "using the built-in heuristics (run `ninfer tune` to make a profile for this device)";
+
+/// The `[device]` table: the fingerprint fields and their id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceTable {
+    pub id: String,
+    pub name: String,
+    pub compute_capability: [u32; 2],
+    pub sm_count: u32,
+    pub nvrtc_version: [i32; 2],
+    pub template_set_hash: String,
+}
+
+impl DeviceTable {
+    pub fn of(fp: &Fingerprint) -> Self {
+        DeviceTable {
+            id: fp.id(),
+            name: fp.name.clone(),
+            compute_capability: [fp.compute_capability.0, fp.compute_capability.1],
+            sm_count: fp.sm_count,
+            nvrtc_version: [fp.nvrtc_version.0, fp.nvrtc_version.1],
+            template_set_hash: fp.template_set_hash.clone(),
+        }
+    }
+
+    /// The fingerprint the fields describe (its id may differ from `id` if edited by hand).
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint {
+            name: self.name.clone(),
+            compute_capability: (self.compute_capability[0], self.compute_capability[1]),
+            sm_count: self.sm_count,
+            nvrtc_version: (self.nvrtc_version[0], self.nvrtc_version[1]),
+            template_set_hash: self.template_set_hash.clone(),
+        }
+    }
+}
+
+/// One `[[route]]`: the winner for one shape key, with the default it was measured against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// A `ShapeKey` in its string form, e.g. `linear/t8/n17408/k5120`.
+    pub key: String,
+    /// The kernel entry chosen.
+    pub entry: String,
+    /// Its median time in microseconds.
+    pub median_us: f64,
+    /// The entry the heuristics would have used.
+    pub default_entry: String,
+    /// The default's median in microseconds (`inf` where it failed).
+    pub default_us: f64,
+    /// How many candidates were timed.
+    pub candidates: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub schema: u32,
+    /// A pinned profile is never re-tuned: `save_merged` refuses to overwrite it.
+    #[serde(default)]
+    pub pinned: bool,
+    pub device: DeviceTable,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<Route>,
+}
+
+#[derive(Debug)]
+pub enum ProfileError {
+    Missing {
+        path: PathBuf,
+    },
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        source: io::Error,
+    },
+    Toml {
+        path: PathBuf,
+        message: String,
+    },
+    Schema {
+        path: PathBuf,
+        found: Option<i64>,
+    },
+    BadKey {
+        path: PathBuf,
+        message: String,
+    },
+    Pinned {
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileError::Missing { path } => {
+                write!(f, "there is no tuning profile at {}", path.display())
+            }
+            ProfileError::Io { path, what, source } => {
+                write!(
+                    f,
+                    "could not {what} the tuning profile {}: {source}",
+                    path.display()
+                )
+            }
+            ProfileError::Toml { path, message } => write!(
+                f,
+                "the tuning profile {} is not valid profile TOML: {}",
+                path.display(),
+                message.trim_end()
+            ),
+            ProfileError::Schema {
+                path,
+                found: Some(v),
+            } => write!(
+                f,
+                "the tuning profile {} has schema {v}, this build reads schema {SCHEMA}",
+                path.display()
+            ),
+            ProfileError::Schema { path, found: None } => write!(
+                f,
+                "the tuning profile {} has no `schema = {SCHEMA}` line",
+                path.display()
+            ),
+            ProfileError::BadKey { path, message } => {
+                write!(
+                    f,
+                    "the tuning profile {} has a bad route: {message}",
+                    path.display()
+                )
+            }
+            ProfileError::Pinned { path } => write!(
+                f,
+                "the tuning profile {} is pinned (`pinned = true`), so it is never re-tuned; \
+                 set `pinned = false` in it or write the new profile elsewhere",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+impl Profile {
+    /// An empty, unpinned profile for `fp`.
+    pub fn new(fp: &Fingerprint) -> Self {
+        Profile {
+            schema: SCHEMA,
+            pinned: false,
+            device: DeviceTable::of(fp),
+            routes: Vec::new(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = fs::read_to_string(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ProfileError::Missing { path: path.into() },
+            _ => ProfileError::Io {
+                path: path.into(),
+                what: "read",
+                source: e,
+            },
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses profile text; `path` only names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Profile, ProfileError> {
+        let toml_err = |e: toml::de::Error| ProfileError::Toml {
+            path: path.into(),
+            message: e.to_string(),
+        };
+        // The schema first, so that a newer file says so instead of listing field errors.
+        let table: toml::Table = toml::from_str(text).map_err(toml_err)?;
+        match table.get("schema").and_then(|v| v.as_integer()) {
+            Some(v) if v == SCHEMA as i64 => {}
+            found => {
+                return Err(ProfileError::Schema {
+                    path: path.into(),
+                    found,
+                })
+            }
+        }
+        let profile: Profile = toml::from_str(text).map_err(toml_err)?;
+        for r in &profile.routes {
+            r.key
+                .parse::<ShapeKey>()
+                .map_err(|message| ProfileError::BadKey {
+                    path: path.into(),
+                    message,
+                })?;
+        }
+        Ok(profile)
+    }
+
+    /// Sets the route for `key`, replacing one with the same key.
+    pub fn set_route(&mut self, route: Route) {
+        match self.routes.iter_mut().find(|r| r.key == route.key) {
+            Some(r) => *r = route,
+            None => self.routes.push(route),
+        }
+    }
+
+    /// The entry chosen for `key`, if this profile has one.
+    pub fn route_for(&self, key: &ShapeKey) -> Option<&str> {
+        let key = key.to_string();
+        self.routes
+            .iter()
+            .find(|r| r.key == key)
+            .map(|r| r.entry.as_str())
+    }
+
+    /// Writes this profile to `path`. Where a profile for the same fingerprint id is already
+    /// there, its routes are kept except those this one replaces; anything else there (another
+    /// device, an unreadable file) is replaced. A pinned profile there is never overwritten.
+    /// The write goes to a temporary file in the same folder, renamed over `path`.
+    pub fn save_merged(&self, path: &Path) -> Result<(), ProfileError> {
+        let mut merged = self.clone();
+        match Profile::load(path) {
+            Ok(old) if old.pinned => return Err(ProfileError::Pinned { path: path.into() }),
+            Ok(old) if old.device.id == self.device.id => {
+                let mut by_key: BTreeMap<String, Route> =
+                    old.routes.into_iter().map(|r| (r.key.clone(), r)).collect();
+                for r in &self.routes {
+                    by_key.insert(r.key.clone(), r.clone());
+                }
+                merged.routes = by_key.into_values().collect();
+            }
+            _ => merged.routes.sort_by(|a, b| a.key.cmp(&b.key)),
+        }
+        let text = toml::to_string(&merged).map_err(|e| ProfileError::Toml {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        write_atomic(path, |f| f.write_all(text.as_bytes()))
+    }
+}
+
+/// Writes through `fill` into a temporary file next to `path`, then renames it over `path`:
+/// a reader sees the old file or the new one, never a part. On failure the temporary file is
+/// removed and `path` is untouched.
+fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut fs::File) -> io::Result<()>,
+) -> Result<(), ProfileError> {
+    let io_err = |what, source| ProfileError::Io {
+        path: path.into(),
+        what,
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".profile-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| io_err("create a temporary file next to", e))?;
+    fill(tmp.as_file_mut()).map_err(|e| io_err("write", e))?;
+    tmp.as_file().sync_all().map_err(|e| io_err("flush", e))?;
+    tmp.persist(path).map_err(|e| io_err("replace", e.error))?;
+    Ok(())
+}
+
+/// What serves the routes on this device.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProfileChoice {
+    Use(Profile),
+    Heuristics { notice: String },
+}
+
+/// Picks the profile for `current`: the one at `override_path` (`--profile PATH`) if given,
+/// else the first `*.toml` in `dir` (by file name) whose fingerprint id matches. Profiles for
+/// another device or template set, and unreadable ones, are named in the notice.
+pub fn select(current: &Fingerprint, dir: &Path, override_path: Option<&Path>) -> ProfileChoice {
+    let paths: Vec<PathBuf> = match override_path {
+        Some(p) => vec![p.to_path_buf()],
+        None => {
+            let mut v: Vec<PathBuf> = fs::read_dir(dir)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort();
+            v
+        }
+    };
+    if paths.is_empty() {
+        return ProfileChoice::Heuristics {
+            notice: format!("no tuning profile in {}; {SUGGESTION}", dir.display()),
+        };
+    }
+    let id = current.id();
+    let mut reasons = Vec::new();
+    for path in &paths {
+        match Profile::load(path) {
+            Err(e) => reasons.push(format!("{e}")),
+            Ok(p) => {
+                let theirs = p.device.fingerprint();
+                if theirs.id() != p.device.id {
+                    reasons.push(format!(
+                        "{}: its device id {} does not match its own fields (edited by hand?)",
+                        path.display(),
+                        p.device.id
+                    ));
+                } else if p.device.id == id {
+                    return ProfileChoice::Use(p);
+                } else {
+                    reasons.push(format!(
+                        "{} is for {}, this is {} (differs in {})",
+                        path.display(),
+                        describe(&theirs),
+                        describe(current),
+                        differences(&theirs, current).join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    ProfileChoice::Heuristics {
+        notice: format!("{}; {SUGGESTION}", reasons.join("; ")),
+    }
+}
+
+fn describe(fp: &Fingerprint) -> String {
+    let hash: String = fp.template_set_hash.chars().take(12).collect();
+    format!(
+        "{} (cc {}.{}, {} SMs, NVRTC {}.{}) with template set {hash}...",
+        fp.name,
+        fp.compute_capability.0,
+        fp.compute_capability.1,
+        fp.sm_count,
+        fp.nvrtc_version.0,
+        fp.nvrtc_version.1
+    )
+}
+
+fn differences(a: &Fingerprint, b: &Fingerprint) -> Vec<&'static str> {
+    let mut d = Vec::new();
+    if a.name != b.name {
+        d.push("device name");
+    }
+    if a.compute_capability != b.compute_capability {
+        d.push("compute capability");
+    }
+    if a.sm_count != b.sm_count {
+        d.push("SM count");
+    }
+    if a.nvrtc_version != b.nvrtc_version {
+        d.push("NVRTC version");
+    }
+    if a.template_set_hash != b.template_set_hash {
+        d.push("template set");
+    }
+    d
+}
+
+/// The deterministic choice among timed candidates. `medians[i]` is candidate i's median time;
+/// `None` (or a non-finite or negative time) means it failed qualification or did not run, and
+/// counts as infinitely slow. The default is kept unless some candidate's median is below
+/// `default_median * (1 - margin)`; among those the fastest wins, ties to the lowest index.
+/// If the default failed, the fastest passing candidate wins (ties to the lowest index); if
+/// all failed, the default index is returned.
+pub fn choose_winner(default: usize, medians: &[Option<f64>], margin: f64) -> usize {
+    assert!(
+        default < medians.len(),
+        "choose_winner: default index {default} is out of range for {} candidates",
+        medians.len()
+    );
+    let time = |i: usize| medians[i].filter(|v| v.is_finite() && *v >= 0.0);
+    let fastest_below = |bound: f64| {
+        let mut best: Option<(usize, f64)> = None;
+        for i in 0..medians.len() {
+            if let Some(v) = time(i) {
+                // Strictly faster only, so the earlier candidate keeps a tie.
+                if v < bound && best.is_none_or(|(_, b)| v < b) {
+                    best = Some((i, v));
+                }
+            }
+        }
+        best.map(|(i, _)| i)
+    };
+    match time(default) {
+        Some(d) => fastest_below(d * (1.0 - margin)).unwrap_or(default),
+        None => fastest_below(f64::INFINITY).unwrap_or(default),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_kept_within_margin() {
+        let m = [Some(100.0), Some(98.0), Some(97.5)];
+        assert_eq!(choose_winner(0, &m, 0.03), 0);
+    }
+
+    #[test]
+    fn challenger_beyond_margin_wins_fastest() {
+        let m = [Some(100.0), Some(90.0), Some(80.0), Some(96.0)];
+        assert_eq!(choose_winner(0, &m, 0.03), 2);
+        // The default need not be candidate 0.
+        assert_eq!(choose_winner(3, &m, 0.03), 2);
+    }
+
+    #[test]
+    fn ties_go_to_the_lowest_index() {
+        let m = [Some(100.0), Some(50.0), Some(50.0)];
+        assert_eq!(choose_winner(0, &m, 0.03), 1);
+        let m = [None, Some(7.0), Some(7.0)];
+        assert_eq!(choose_winner(0, &m, 0.03), 1);
+    }
+
+    #[test]
+    fn failed_default_gives_fastest_passing() {
+        let m = [Some(9.0), None, Some(8.5), None];
+        // No margin applies against a failed default: 8.5 beats 9.0 outright.
+        assert_eq!(choose_winner(1, &m, 0.03), 2);
+        let m = [Some(f64::NAN), Some(3.0)];
+        assert_eq!(choose_winner(0, &m, 0.03), 1);
+    }
+
+    #[test]
+    fn all_failed_keeps_default() {
+        assert_eq!(choose_winner(2, &[None, None, None], 0.03), 2);
+    }
+
+    #[test]
+    fn failed_challengers_never_win() {
+        let m = [Some(100.0), None, Some(f64::INFINITY)];
+        assert_eq!(choose_winner(0, &m, 0.03), 0);
+    }
+
+    #[test]
+    fn failed_write_leaves_old_file_and_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        fs::write(&path, "old").unwrap();
+        let err = write_atomic(&path, |f| {
+            f.write_all(b"half")?;
+            Err(io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("could not write"), "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
