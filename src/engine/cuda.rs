@@ -67,6 +67,9 @@ impl Default for CudaOptions {
     }
 }
 
+/// An elementwise op of two inputs: `(gpu, a, b, out, n)`.
+type PointwiseOp = fn(&Gpu, u64, u64, u64, usize) -> Result<(), GpuError>;
+
 /// Blocks of at least this many tokens go through the chunked GDN prefill (chunk 64).
 const GDN_CHUNKED_MIN_T: usize = 64;
 
@@ -266,6 +269,18 @@ impl CudaBackend {
                 self.ptr(&y),
                 t * d.hv,
             ),
+        );
+        y
+    }
+
+    /// `op(a, b)` elementwise into a new activation of their (equal) shape.
+    fn pointwise(&self, name: &str, op: PointwiseOp, a: &CudaAct, b: &CudaAct) -> CudaAct {
+        assert_eq!((a.rows, a.cols), (b.rows, b.cols), "{name}: shapes differ");
+        let y = self.alloc(a.rows, a.cols);
+        let n = a.rows * a.cols;
+        ok(
+            name,
+            op(&self.gpu, self.ptr(a), self.ptr(b), self.ptr(&y), n),
         );
         y
     }
@@ -531,43 +546,11 @@ impl Backend for CudaBackend {
     }
 
     fn swiglu(&self, gate: &CudaAct, up: &CudaAct) -> CudaAct {
-        assert_eq!(
-            (gate.rows, gate.cols),
-            (up.rows, up.cols),
-            "swiglu: shapes differ"
-        );
-        let y = self.alloc(gate.rows, gate.cols);
-        ok(
-            "swiglu",
-            elementwise::swiglu(
-                &self.gpu,
-                self.ptr(gate),
-                self.ptr(up),
-                self.ptr(&y),
-                gate.rows * gate.cols,
-            ),
-        );
-        y
+        self.pointwise("swiglu", elementwise::swiglu, gate, up)
     }
 
     fn sigmoid_gate(&self, x: &CudaAct, gate: &CudaAct) -> CudaAct {
-        assert_eq!(
-            (x.rows, x.cols),
-            (gate.rows, gate.cols),
-            "sigmoid_gate: shapes differ"
-        );
-        let y = self.alloc(x.rows, x.cols);
-        ok(
-            "sigmoid_gate",
-            elementwise::sigmoid_gate(
-                &self.gpu,
-                self.ptr(x),
-                self.ptr(gate),
-                self.ptr(&y),
-                x.rows * x.cols,
-            ),
-        );
-        y
+        self.pointwise("sigmoid_gate", elementwise::sigmoid_gate, x, gate)
     }
 
     fn rope(&self, x: &mut CudaAct, n_heads: usize, head_dim: usize, pos0: usize, rope: &Rope) {
