@@ -9,7 +9,8 @@ use crate::gpu::Gpu;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Time the kernels at real shapes: median, GB/s, TFLOP/s, fraction of the ceiling.
+    /// Time the kernels at real shapes (linear, embedding, attention): median, GB/s,
+    /// TFLOP/s, fraction of the ceiling.
     Kernels(KernelBenchArgs),
 }
 
@@ -83,6 +84,7 @@ fn kernels(args: &KernelBenchArgs) -> Result<(), CliError> {
     };
     let mut records: Vec<BenchRecord> = Vec::new();
     records.extend(crate::ops::linear::bench(&ctx, args.filter.as_deref())?);
+    records.extend(crate::ops::attention::bench(&ctx, args.filter.as_deref())?);
     if let Some(f) = &args.filter {
         records.retain(|r| r.what.contains(f.as_str()) || r.route.contains(f.as_str()));
     }
