@@ -94,7 +94,8 @@ pub struct CudaKvCache {
     capacity: usize,
     k: Vec<CudaSlice<u8>>,
     v: Vec<CudaSlice<u8>>,
-    ws: Option<(usize, usize, AttnWorkspace)>,
+    /// Split-K scratch for the whole capacity (sized with it in `kv_reserve`).
+    ws: Option<AttnWorkspace>,
 }
 
 /// A GDN layer's parameters on the device.
@@ -325,6 +326,15 @@ impl CudaBackend {
             grow(v);
         }
         c.capacity = cap;
+        // The decode workspace covers every position the cache can hold (it caps its own
+        // rows and splits, so this is its largest size for these dims).
+        let ws = AttnWorkspace::new(
+            &self.gpu,
+            Self::attn_dims(c.shape),
+            attention::DECODE_MAX_T,
+            cap,
+        );
+        c.ws = Some(ok("attention workspace", ws));
     }
 }
 
@@ -469,8 +479,8 @@ impl Backend for CudaBackend {
             format: table.format,
             output: DType::F32,
         };
-        let dev_ids: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
-        let dev_ids = self.upload_i32(&dev_ids);
+        let ids_i32: Vec<i32> = ids.iter().map(|&i| i as i32).collect();
+        let dev_ids = ok("uploading token ids", self.gpu.upload(&ids_i32));
         let mut y = self.alloc(ids.len(), table.layout.k);
         ok(
             "embedding",
@@ -588,19 +598,6 @@ impl Backend for CudaBackend {
         let (t, pos0) = (q.rows, cache.len);
         self.kv_reserve(cache, pos0 + t);
         let dims = Self::attn_dims(shape);
-        let ctx = pos0 + t;
-        let fits = matches!(&cache.ws, Some((mt, mc, _)) if *mt >= t && *mc >= ctx);
-        if !fits {
-            let (mt, mc) = match &cache.ws {
-                Some((mt, mc, _)) => ((*mt).max(t), (*mc).max(ctx).max(cache.capacity)),
-                None => (t, ctx.max(cache.capacity)),
-            };
-            let ws = ok(
-                "attention workspace",
-                AttnWorkspace::new(&self.gpu, dims, mt, mc),
-            );
-            cache.ws = Some((mt, mc, ws));
-        }
         let (kc, vc) = (
             self.slice_ptr(&cache.k[layer]),
             self.slice_ptr(&cache.v[layer]),
@@ -621,7 +618,7 @@ impl Backend for CudaBackend {
         );
         let out = self.alloc(t, q.cols);
         let route = AttnRoute::choose(self.opts.kv, dims, t);
-        let ws = &mut cache.ws.as_mut().expect("sized above").2;
+        let ws = cache.ws.as_mut().expect("made by kv_reserve");
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
         ok(
             "attention",

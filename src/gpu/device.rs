@@ -95,8 +95,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     props: DeviceProps,
     functions: DashMap<KernelKey, CudaFunction>,
-    /// Loaded functions by the spec's identity, so a launch costs no template render or
-    /// hash once its kernel is loaded (the op-by-op engine launches thousands per token).
+    /// Loaded functions by entry name, so a launch costs no template render or hash once
+    /// its kernel is loaded (the op-by-op engine launches hundreds per token).
     by_spec: DashMap<String, CudaFunction>,
 }
 
@@ -138,20 +138,14 @@ impl Gpu {
     /// The kernel for `spec`, compiled for this device (through the JIT caches) and loaded
     /// once per context.
     pub fn function(&self, spec: &KernelSpec) -> Result<CudaFunction, GpuError> {
-        // The template set is fixed for the life of the process, so the spec (template,
-        // entry, parameters) names one kernel.
-        let id = format!(
-            "{}|{}|{}|{}",
-            spec.template,
-            spec.entry,
-            serde_json::to_string(&spec.params).unwrap_or_default(),
-            spec.arch_specific
-        );
-        if let Some(f) = self.by_spec.get(&id) {
+        // The template set is fixed for the life of the process and entry names are unique
+        // across the registry (`jit::registry` tests it), so the entry names one kernel and
+        // a hit costs one hash of it, no allocation.
+        if let Some(f) = self.by_spec.get(spec.entry.as_str()) {
             return Ok(f.clone());
         }
         let f = self.load_function(spec)?;
-        self.by_spec.insert(id, f.clone());
+        self.by_spec.insert(spec.entry.clone(), f.clone());
         Ok(f)
     }
 
