@@ -560,6 +560,8 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         rec.speedup_vs_peer = Some(peer_us / us);
         records.push(rec);
     }
+    // The exact (f32 activation) route's stream kernel at the same decode shapes.
+    records.extend(super::linear_exact::bench(ctx, filter)?);
     Ok(records)
 }
 

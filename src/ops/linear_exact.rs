@@ -1,23 +1,52 @@
 //! The exact linear route: `Y[T,N] = X[T,K] * W[N,K]^T` with f32 activations in and out,
-//! W in any weight format, f32 accumulation. It is `templates/linear/gemv.cu` with
-//! `act = "f32"`: the cuda backend's reference mode uses it so that the GPU engine can be
-//! compared with the cpu backend to rounding error (bf16 activations would hide a real
-//! bug inside their own 1e-2 noise). Dense formats take any K; the others need whole
-//! groups. Larger T is tiled over launches of `tt` columns.
+//! W in any weight format, f32 accumulation: the cuda backend's reference mode uses it so
+//! that the GPU engine can be compared with the cpu backend to rounding error (bf16
+//! activations would hide a real bug inside their own 1e-2 noise). Larger T is tiled over
+//! launches of `tt` columns.
+//!
+//! Two kernels:
+//! - `stream` (`templates/linear/gemv_stream.cu`): the bandwidth-first GEMV for the
+//!   symmetric integer formats whose groups are whole 32-weight chunks (q4_g64, q5_g64,
+//!   q6_g64, q8_g32): 16-byte streamed weight loads issued ahead of use, codes converted by
+//!   the magic-number trick (no int-to-float unit), activations read once per lane for
+//!   several rows. [`ExactRoute::choose`] takes it wherever the format allows.
+//! - `gemv` (`templates/linear/gemv.cu` with `act = "f32"`): every other format (dense,
+//!   row-scaled, affine). Dense formats take any K; the others need whole groups.
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 
 use super::linear::{reference_rows, Epilogue};
-use super::weight::{random_payload, DeviceWeight};
-use crate::formats::{Format, Layout};
-use crate::gpu::{Gpu, GpuError, LaunchConfig, PushKernelArg};
+use super::weight::{random_bf16, random_payload, DeviceWeight};
+use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
+use crate::formats::{Format, FormatKind, Layout};
+use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
-/// Column tiles instantiated: one token (decode) and eight (prefill, tiled).
+/// Column tiles of the generic kernel: one token (decode) and eight (prefill, tiled).
 pub const TILES: [u32; 2] = [1, 8];
 const WARPS: u32 = 4;
+/// Column tiles of the stream kernel.
+pub const STREAM_TT: [u32; 4] = [1, 2, 4, 8];
+
+/// The stream kernel's work split: `rows` output rows per warp, `warps` per block,
+/// `unroll` chunks (32 weights) of every row loaded per lane before any is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamTile {
+    pub rows: u32,
+    pub warps: u32,
+    pub unroll: u32,
+}
+
+/// Which kernel an exact route runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExactKernel {
+    /// `linear/gemv.cu`, one warp per row, the format's generic group decode.
+    Gemv,
+    /// `linear/gemv_stream.cu`.
+    Stream(StreamTile),
+}
 
 /// One instantiation.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +55,82 @@ pub struct ExactRoute {
     pub tt: u32,
     /// `None` or `Residual` (`Y = X W^T + R`, R may be Y itself).
     pub epilogue: Epilogue,
+    pub kernel: ExactKernel,
+}
+
+/// The stream kernel's default split for a column tile.
+pub fn stream_tile(tt: u32) -> StreamTile {
+    match tt {
+        1 => StreamTile {
+            rows: 4,
+            warps: 4,
+            unroll: 2,
+        },
+        2 => StreamTile {
+            rows: 4,
+            warps: 4,
+            unroll: 1,
+        },
+        _ => StreamTile {
+            rows: 2,
+            warps: 4,
+            unroll: 1,
+        },
+    }
+}
+
+/// Other splits of the stream kernel, instantiated (plain epilogue) so that the benchmark
+/// and the tuner can time them against the default.
+pub const STREAM_CANDIDATES: [(u32, StreamTile); 5] = [
+    (
+        1,
+        StreamTile {
+            rows: 2,
+            warps: 4,
+            unroll: 4,
+        },
+    ),
+    (
+        1,
+        StreamTile {
+            rows: 4,
+            warps: 8,
+            unroll: 1,
+        },
+    ),
+    (
+        1,
+        StreamTile {
+            rows: 8,
+            warps: 2,
+            unroll: 1,
+        },
+    ),
+    (
+        1,
+        StreamTile {
+            rows: 4,
+            warps: 4,
+            unroll: 4,
+        },
+    ),
+    (
+        8,
+        StreamTile {
+            rows: 4,
+            warps: 4,
+            unroll: 1,
+        },
+    ),
+];
+
+/// Whether the stream kernel takes this format: symmetric integers of at most 8 bits in
+/// groups of whole 32-weight chunks (so a chunk never straddles two scales).
+pub fn stream_supports(format: &Format) -> bool {
+    format.kind == FormatKind::SymInt
+        && (2..=8).contains(&format.bits)
+        && format.group > 0
+        && format.group.is_multiple_of(32)
 }
 
 impl ExactRoute {
@@ -35,25 +140,69 @@ impl ExactRoute {
             Epilogue::Residual => "res",
             Epilogue::Swiglu => panic!("the exact route has no SwiGLU epilogue"),
         };
-        KernelSpec::new(
-            "linear_exact",
-            "linear/gemv.cu",
-            format!("linear_exact_{}_{e}_t{}", self.format.name, self.tt),
-        )
-        .param("format", &self.format.name)
+        let f = &self.format.name;
+        match self.kernel {
+            ExactKernel::Gemv => KernelSpec::new(
+                "linear_exact",
+                "linear/gemv.cu",
+                format!("linear_exact_{f}_{e}_t{}", self.tt),
+            )
+            .param("rows", 1u32)
+            .param("warps", WARPS),
+            ExactKernel::Stream(StreamTile {
+                rows,
+                warps,
+                unroll,
+            }) => KernelSpec::new(
+                "linear_exact",
+                "linear/gemv_stream.cu",
+                format!(
+                    "linear_exact_stream_{f}_{e}_t{}_r{rows}_w{warps}_u{unroll}",
+                    self.tt
+                ),
+            )
+            .param("rows", rows)
+            .param("warps", warps)
+            .param("unroll", unroll),
+        }
+        .param("format", f)
         .param("tt", self.tt)
-        .param("rows", 1u32)
-        .param("warps", WARPS)
         .param("epilogue", self.epilogue)
         .param("act", "f32")
     }
 
-    /// One column for decode, eight otherwise.
+    /// The stream kernel wherever the format allows (the smallest column tile that holds
+    /// T, up to 8), else the generic kernel: one column for decode, eight otherwise.
     pub fn choose(format: &'static Format, t: usize, epilogue: Epilogue) -> Self {
+        if stream_supports(format) {
+            let tt = (t.clamp(1, 8) as u32).next_power_of_two();
+            return ExactRoute {
+                format,
+                tt,
+                epilogue,
+                kernel: ExactKernel::Stream(stream_tile(tt)),
+            };
+        }
         ExactRoute {
             format,
             tt: if t <= 1 { 1 } else { 8 },
             epilogue,
+            kernel: ExactKernel::Gemv,
+        }
+    }
+
+    /// Rows one block covers.
+    fn rows_per_block(&self) -> usize {
+        match self.kernel {
+            ExactKernel::Gemv => WARPS as usize,
+            ExactKernel::Stream(st) => (st.rows * st.warps) as usize,
+        }
+    }
+
+    fn threads(&self) -> u32 {
+        match self.kernel {
+            ExactKernel::Gemv => WARPS * 32,
+            ExactKernel::Stream(st) => st.warps * 32,
         }
     }
 }
@@ -67,8 +216,40 @@ fn all_routes() -> Vec<ExactRoute> {
                     format,
                     tt,
                     epilogue,
+                    kernel: ExactKernel::Gemv,
                 });
             }
+        }
+    }
+    v.extend(stream_routes());
+    v
+}
+
+/// The stream kernel's default routes (both epilogues, every column tile) and its
+/// candidate splits, for every format it takes.
+fn stream_routes() -> Vec<ExactRoute> {
+    let mut v = Vec::new();
+    for format in crate::formats::registry()
+        .iter()
+        .filter(|f| stream_supports(f))
+    {
+        for tt in STREAM_TT {
+            for epilogue in [Epilogue::None, Epilogue::Residual] {
+                v.push(ExactRoute {
+                    format,
+                    tt,
+                    epilogue,
+                    kernel: ExactKernel::Stream(stream_tile(tt)),
+                });
+            }
+        }
+        for (tt, tile) in STREAM_CANDIDATES {
+            v.push(ExactRoute {
+                format,
+                tt,
+                epilogue: Epilogue::None,
+                kernel: ExactKernel::Stream(tile),
+            });
         }
     }
     v
@@ -82,7 +263,7 @@ pub fn instantiations() -> Vec<KernelSpec> {
 /// every non-dense format whole decode groups (the scale group, at least the 32-element
 /// unit of `fmt_decode_group`, which row-scaled formats use too).
 pub fn supports(format: &Format, k: usize) -> bool {
-    let dense = format.kind == crate::formats::FormatKind::Dense;
+    let dense = format.kind == FormatKind::Dense;
     k.is_multiple_of(4) && (dense || k.is_multiple_of(format.group.max(32)))
 }
 
@@ -103,6 +284,13 @@ pub fn launch(
         "K = {k} does not fit {}",
         w.format.name
     );
+    if matches!(route.kernel, ExactKernel::Stream(_)) {
+        assert!(
+            stream_supports(w.format),
+            "{} is not a stream-kernel format",
+            w.format.name
+        );
+    }
     assert_eq!(
         residual.is_some(),
         route.epilogue == Epilogue::Residual,
@@ -117,8 +305,8 @@ pub fn launch(
     let (ni, ki) = (n as i32, k as i32);
     let r0 = residual.unwrap_or(y);
     let cfg = LaunchConfig {
-        grid_dim: (n.div_ceil(WARPS as usize) as u32, 1, 1),
-        block_dim: (WARPS * 32, 1, 1),
+        grid_dim: (n.div_ceil(route.rows_per_block()) as u32, 1, 1),
+        block_dim: (route.threads(), 1, 1),
         shared_mem_bytes: 0,
     };
     let step = route.tt as usize;
@@ -143,8 +331,8 @@ pub fn launch(
             .arg(&cols)
             .arg(&ni)
             .arg(&ki);
-        // SAFETY: matches gemv.cu's signature; the kernel guards rows past N and columns
-        // past `cols`; the caller sizes x, y and r to t rows.
+        // SAFETY: matches the signature of gemv.cu and gemv_stream.cu; the kernels guard
+        // rows past N and columns past `cols`; the caller sizes x, y and r to t rows.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
         col += step;
@@ -152,8 +340,8 @@ pub fn launch(
     Ok(())
 }
 
-/// Shapes `(T, N, K)`: the tiny fixtures' odd widths (48, 144), SmolLM2's and a 27B one,
-/// with T past one tile so the host tiling is covered.
+/// Shapes `(T, N, K)` of the generic kernel: the tiny fixtures' odd widths (48, 144),
+/// SmolLM2's and a 27B one, with T past one tile so the host tiling is covered.
 const QUALIFY_SHAPES: [(usize, usize, usize); 6] = [
     (1, 64, 48),
     (3, 144, 64),
@@ -163,7 +351,114 @@ const QUALIFY_SHAPES: [(usize, usize, usize); 6] = [
     (5, 384, 144),
 ];
 
-/// Every route at every shape its format can take, outputs poisoned, all rows checked.
+/// Real `(N, K)` shapes the stream kernel is qualified and timed on: the 27B MLP up and
+/// down, 14336->4096, SmolLM2's projections and head, the 27B head.
+pub const STREAM_SHAPES: [(usize, usize); 7] = [
+    (17408, 5120),
+    (5120, 17408),
+    (4096, 14336),
+    (576, 576),
+    (1536, 576),
+    (49152, 576),
+    (248320, 5120),
+];
+
+/// A random weight of `[n, k]` on the device, and its payload.
+fn random_weight(
+    gpu: &Gpu,
+    format: &'static Format,
+    n: usize,
+    k: usize,
+    rng: &mut impl Rng,
+) -> Result<(DeviceWeight, Vec<u8>), GpuError> {
+    let layout = Layout::new(format, n, k).expect("qualify shapes fit");
+    let payload = random_payload(format, &layout, rng);
+    Ok((
+        DeviceWeight::upload(gpu, format, layout, &payload)?,
+        payload,
+    ))
+}
+
+/// Runs `route` on `(t, n, k)` with fresh random inputs and a poisoned output, and compares
+/// with the f64 oracle: every row when N is small, else the first, the last and 254 random
+/// ones (and then any unwritten output anywhere fails the check).
+fn check(
+    gpu: &Gpu,
+    route: &ExactRoute,
+    w: &DeviceWeight,
+    payload: &[u8],
+    t: usize,
+    rng: &mut impl Rng,
+) -> Result<Outcome, GpuError> {
+    let (n, k) = (w.layout.n, w.layout.k);
+    let draw = |rng: &mut dyn rand::RngCore, len: usize| -> Vec<f32> {
+        (0..len).map(|_| rng.sample(StandardNormal)).collect()
+    };
+    let x = draw(rng, t * k);
+    let r = draw(rng, t * n);
+    let dx = gpu.upload(&x)?;
+    let dr = gpu.upload(&r)?;
+    let dy = gpu.upload(&vec![f32::NAN; t * n])?;
+    let res = (route.epilogue == Epilogue::Residual).then(|| super::gdn::dptr(gpu, &dr));
+    launch(
+        gpu,
+        route,
+        w,
+        super::gdn::dptr(gpu, &dx),
+        res,
+        super::gdn::dptr(gpu, &dy),
+        t,
+    )?;
+    gpu.synchronize()?;
+    let all = gpu.download(&dy)?;
+    let rows: Vec<usize> = if n <= 4096 {
+        (0..n).collect()
+    } else {
+        let mut v: Vec<usize> = (0..254).map(|_| rng.random_range(0..n)).collect();
+        v.extend([0, n - 1]);
+        v
+    };
+    let w_rows: Vec<Vec<f32>> = rows
+        .iter()
+        .map(|&i| {
+            let mut row = vec![0f32; k];
+            crate::formats::decode_row(route.format, &w.layout, payload, i, &mut row);
+            row
+        })
+        .collect();
+    let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let want = reference_rows(
+        &x64,
+        (t, k),
+        &w_rows,
+        None,
+        route.epilogue,
+        |ti, row| r[ti * n + row] as f64,
+        &rows,
+    );
+    let mut got: Vec<f32> = Vec::with_capacity(want.len());
+    for ti in 0..t {
+        for &row in &rows {
+            got.push(all[ti * n + row]);
+        }
+    }
+    if all.iter().any(|v| !v.is_finite()) {
+        got[0] = f32::NAN; // an unwritten (poisoned) output anywhere fails the check
+    }
+    Ok(Outcome::compare(
+        route.spec().entry,
+        format!("T={t} N={n} K={k}"),
+        &got,
+        &want,
+        ALLOW_F32,
+    ))
+}
+
+/// Every route at every shape its format can take, outputs poisoned, against the oracle.
+/// The stream routes: each at an odd small shape (N not a multiple of a block's rows, two
+/// chunks per row), at SmolLM2's K = 576 with T past two tiles (host tiling, a partial
+/// last tile), and at each T of its bucket on a real shape; the default q4_g64 routes also
+/// at the 27B head.
 pub fn qualify(
     gpu: &Gpu,
     rng: &mut impl Rng,
@@ -174,62 +469,163 @@ pub fn qualify(
         if !wanted(&route.spec().entry) {
             continue;
         }
-        for &(t, n, k) in &QUALIFY_SHAPES {
-            if !supports(route.format, k) || (route.tt == 1 && t > 3) {
+        let mut cases: Vec<(usize, usize, usize)> = Vec::new();
+        match route.kernel {
+            ExactKernel::Gemv => {
+                for &(t, n, k) in &QUALIFY_SHAPES {
+                    if supports(route.format, k) && !(route.tt == 1 && t > 3) {
+                        cases.push((t, n, k));
+                    }
+                }
+            }
+            ExactKernel::Stream(_) => {
+                let tt = route.tt as usize;
+                cases.push((tt, 144, 64));
+                cases.push((2 * tt + 1, 1536, 576));
+                let ts: Vec<usize> = match tt {
+                    1 => vec![1],
+                    2 => vec![2],
+                    4 => vec![3, 4],
+                    _ => vec![5, 8],
+                };
+                // Cycle the real shapes over routes and T values (the head apart).
+                let seed = route.format.name.len() + tt + route.epilogue as usize;
+                for (i, &t) in ts.iter().enumerate() {
+                    let (n, k) = STREAM_SHAPES[(seed + i) % (STREAM_SHAPES.len() - 1)];
+                    cases.push((t, n, k));
+                }
+                let is_default = route.kernel == ExactKernel::Stream(stream_tile(route.tt));
+                if route.format.name == "q4_g64"
+                    && is_default
+                    && route.epilogue == Epilogue::None
+                    && (tt == 1 || tt == 8)
+                {
+                    let (n, k) = STREAM_SHAPES[6];
+                    cases.push((tt, n, k));
+                }
+            }
+        }
+        for (t, n, k) in cases {
+            if !supports(route.format, k) {
                 continue;
             }
-            let layout = Layout::new(route.format, n, k).expect("qualify shapes fit");
-            let payload = random_payload(route.format, &layout, rng);
-            let w = DeviceWeight::upload(gpu, route.format, layout, &payload)?;
-            let draw = |rng: &mut dyn rand::RngCore, len: usize| -> Vec<f32> {
-                (0..len).map(|_| rng.sample(StandardNormal)).collect()
-            };
-            let x = draw(rng, t * k);
-            let r = draw(rng, t * n);
-            let dx = gpu.upload(&x)?;
-            let dr = gpu.upload(&r)?;
-            let dy = gpu.upload(&vec![f32::NAN; t * n])?;
-            let res = (route.epilogue == Epilogue::Residual).then(|| super::gdn::dptr(gpu, &dr));
-            launch(
-                gpu,
-                &route,
-                &w,
-                super::gdn::dptr(gpu, &dx),
-                res,
-                super::gdn::dptr(gpu, &dy),
-                t,
-            )?;
-            gpu.synchronize()?;
-            let got = gpu.download(&dy)?;
-            let rows: Vec<usize> = (0..n).collect();
-            let w_rows: Vec<Vec<f32>> = rows
-                .iter()
-                .map(|&i| {
-                    let mut row = vec![0f32; k];
-                    crate::formats::decode_row(route.format, &w.layout, &payload, i, &mut row);
-                    row
-                })
-                .collect();
-            let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-            let want = reference_rows(
-                &x64,
-                (t, k),
-                &w_rows,
-                None,
-                route.epilogue,
-                |ti, row| r[ti * n + row] as f64,
-                &rows,
-            );
-            out.push(Outcome::compare(
-                route.spec().entry,
-                format!("T={t} N={n} K={k}"),
-                &got,
-                &want,
-                ALLOW_F32,
-            ));
+            let (w, payload) = random_weight(gpu, route.format, n, k, rng)?;
+            out.push(check(gpu, &route, &w, &payload, t, rng)?);
         }
     }
     Ok(out)
+}
+
+/// The stream kernel (and the generic one it replaces) at decode shapes, against the copy
+/// bandwidth and cuBLAS bf16 at the same shape, measured in the same run.
+pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
+    let gpu = ctx.gpu;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let blas = crate::gpu::Blas::new(gpu)?;
+    let mut records = Vec::new();
+    // (format, shape, [(T, routes)])
+    let q4 = crate::formats::format("q4_g64").expect("registered");
+    let mut plan: Vec<(
+        &'static Format,
+        (usize, usize),
+        Vec<(usize, Vec<ExactRoute>)>,
+    )> = Vec::new();
+    let default = |f: &'static Format, t: usize| ExactRoute::choose(f, t, Epilogue::None);
+    let with = |f: &'static Format, tt: u32, tile: StreamTile| ExactRoute {
+        format: f,
+        tt,
+        epilogue: Epilogue::None,
+        kernel: ExactKernel::Stream(tile),
+    };
+    for (i, &shape) in STREAM_SHAPES.iter().enumerate() {
+        let mut per_t = Vec::new();
+        for t in [1usize, 2, 4, 8] {
+            let mut routes = vec![default(q4, t)];
+            let big = [0usize, 2, 6].contains(&i);
+            if big {
+                for (tt, tile) in STREAM_CANDIDATES {
+                    if tt as usize == t {
+                        routes.push(with(q4, tt, tile));
+                    }
+                }
+            }
+            if i == 0 && t == 1 {
+                routes.push(ExactRoute {
+                    format: q4,
+                    tt: 1,
+                    epilogue: Epilogue::None,
+                    kernel: ExactKernel::Gemv,
+                });
+            }
+            per_t.push((t, routes));
+        }
+        plan.push((q4, shape, per_t));
+    }
+    for name in ["q8_g32", "q6_g64"] {
+        let f = crate::formats::format(name).expect("registered");
+        for shape in [STREAM_SHAPES[0], STREAM_SHAPES[1]] {
+            let per_t = [1usize, 8]
+                .iter()
+                .map(|&t| (t, vec![default(f, t)]))
+                .collect();
+            plan.push((f, shape, per_t));
+        }
+    }
+
+    for (fmt, (n, k), per_t) in plan {
+        let what = format!("linear_exact {}", fmt.name);
+        if filter.is_some_and(|f| !what.contains(f)) {
+            continue;
+        }
+        let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(fmt, &layout, &mut rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        drop(payload);
+        // cuBLAS bf16 weights, rotated the same way (a random block repeated: timing needs
+        // non-zero values, not fresh ones).
+        let wsets = rotation_sets(gpu, n * k * 2);
+        let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
+        let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
+        let wdev: Vec<CudaSlice<u16>> = (0..wsets)
+            .map(|_| gpu.upload(&wb))
+            .collect::<Result<_, _>>()?;
+        drop(wb);
+        for (t, routes) in per_t {
+            let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
+            let x = gpu.upload(&xs)?;
+            let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
+            let (xb, _) = random_bf16(t * k, 1.0, &mut rng);
+            let xb = gpu.upload(&xb)?;
+            let mut yb: CudaSlice<u16> = gpu.alloc_zeros(t * n)?;
+            let peer_us = median_us(gpu, 5, 50, |i| {
+                blas.gemm_bf16(gpu, &wdev[i % wsets], &xb, &mut yb, (t, n, k))
+            })?;
+            let (xp, yp) = (super::gdn::dptr(gpu, &x), super::gdn::dptr(gpu, &y));
+            for route in routes {
+                let us = median_us(gpu, 5, 50, |i| {
+                    launch(gpu, &route, &weights[i % sets], xp, None, yp, t)
+                })?;
+                let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
+                let flops = 2.0 * (t * n * k) as f64;
+                let mut rec = ctx.record(
+                    what.clone(),
+                    route.spec().entry,
+                    format!("T={t} N={n} K={k}"),
+                    us,
+                    bytes,
+                    flops,
+                );
+                rec.peer = Some("cuBLAS bf16 (cublasGemmEx)".into());
+                rec.peer_median_us = Some(peer_us);
+                rec.speedup_vs_peer = Some(peer_us / us);
+                records.push(rec);
+            }
+        }
+    }
+    Ok(records)
 }
 
 #[cfg(test)]
@@ -257,5 +653,45 @@ mod tests {
         let b = ExactRoute::choose(f, 9, Epilogue::Residual).spec();
         assert_ne!(a.entry, b.entry);
         assert!(a.entry.starts_with("linear_exact_bf16_plain_t1"));
+    }
+
+    #[test]
+    fn the_stream_kernel_takes_the_sym_int_formats_and_every_t() {
+        for name in ["q4_g64", "q5_g64", "q6_g64", "q8_g32"] {
+            let f = crate::formats::format(name).unwrap();
+            assert!(stream_supports(f), "{name}");
+            for t in 1..=20 {
+                let r = ExactRoute::choose(f, t, Epilogue::Residual);
+                assert!(matches!(r.kernel, ExactKernel::Stream(_)), "{name} T={t}");
+                assert!(r.tt as usize >= t.min(8) && r.tt <= 8);
+            }
+        }
+        for name in ["q4_1_g32", "i8_row", "bf16", "f16", "f32"] {
+            let f = crate::formats::format(name).unwrap();
+            assert!(!stream_supports(f), "{name}");
+            let r = ExactRoute::choose(f, 1, Epilogue::None);
+            assert_eq!(r.kernel, ExactKernel::Gemv);
+        }
+    }
+
+    #[test]
+    fn every_chosen_route_is_instantiated() {
+        let specs = instantiations();
+        for f in crate::formats::registry().iter() {
+            for t in [1, 2, 3, 4, 5, 8, 9, 64] {
+                for e in [Epilogue::None, Epilogue::Residual] {
+                    let entry = ExactRoute::choose(f, t, e).spec().entry;
+                    assert!(
+                        specs.iter().any(|s| s.entry == entry),
+                        "{entry} is chosen but not registered"
+                    );
+                }
+            }
+        }
+        let mut names: Vec<_> = specs.iter().map(|s| s.entry.clone()).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "an entry name is registered twice");
     }
 }

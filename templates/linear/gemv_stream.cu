@@ -1,0 +1,247 @@
+{#
+  Bandwidth-first small-T linear: Y[T,N] = X[T,K] * W[N,K]^T (+ residual), W in a
+  symmetric integer format (sym_int: q4_g64, q5_g64, q6_g64, q8_g32, ...), X and Y f32
+  (act = "f32", the exact route) or bf16 (act = "bf16"), f32 accumulation. Up to `tt`
+  columns per launch (the host tiles larger T); the weights are read once for all columns.
+
+  Work split. A warp owns `rows` consecutive output rows; a block holds `warps` warps. A row
+  is cut into chunks of 32 weights (32 * FMT_BITS / 8 bytes: 16 B for 4-bit, 24 B for 6-bit,
+  32 B for 8-bit); lane l takes chunks l, l + 32, ... of all the warp's rows at once, so
+  its activations (read through L1, which the weight stream bypasses) serve `rows` rows.
+  Each iteration first issues the loads of `unroll` chunks of every row (16-byte vector
+  loads, L1::no_allocate) and their scales, then converts and multiplies: `unroll * rows`
+  chunk loads in flight per lane.
+
+  Conversion without the int-to-float unit: a code moved into the low mantissa bits of the
+  float 2^23 (PRMT of a byte for 4- and 8-bit codes, funnel shift + LOP3 otherwise), its
+  sign bit flipped (offset binary), is the float 2^23 + 2^(B-1) + q exactly; one FADD gives
+  q. Per weight at T = 1: PRMT + FADD + FFMA (+ 3/8 LOP for 4-bit nibble splits). A chunk's
+  T partial sums are scaled once by its group's f32 scale into the accumulators; a warp
+  shuffle reduces them at the end.
+
+  Params: format, tt (max columns), rows (rows per warp), warps (per block), unroll
+  (chunks per row per iteration), epilogue ("none" | "residual": Y = X W^T + R, R may be
+  Y itself), act ("f32" | "bf16").
+  Weight planes: row r's quants at q + r*q_row_bytes, its scales at s + r*s_row_bytes.
+#}
+{% include "common/types.cuh" %}
+{% include "common/reduce.cuh" %}
+{{ format_code }}
+
+#define TT {{ tt }}
+#define ROWS {{ rows }}
+#define WARPS {{ warps }}
+#define UNROLL {{ unroll }}
+#define CN 32                 // weights per chunk
+#define CW FMT_BITS           // 32-bit words per chunk (32 * FMT_BITS / 32)
+#if FMT_GROUP % CN != 0
+#error "gemv_stream needs groups of a multiple of 32 weights"
+#endif
+#define CHUNKS_PER_GROUP (FMT_GROUP / CN)
+
+{%- if act == "bf16" %}
+typedef bf16_t act_t;
+// Eight activations from 16 aligned bytes.
+__device__ __forceinline__ void load_x8(const act_t* p, float* o) {
+    const uint4 u = __ldg((const uint4*)p);
+    const u32 w[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        o[2 * i] = __uint_as_float(w[i] << 16);
+        o[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+}
+__device__ __forceinline__ float act_load(const act_t* p, long long i) { return bf16_to_f32(p[i]); }
+__device__ __forceinline__ act_t act_store(float v) { return f32_to_bf16(v); }
+{%- else %}
+typedef float act_t;
+__device__ __forceinline__ void load_x8(const act_t* p, float* o) {
+    const float4 a = __ldg((const float4*)p);
+    const float4 b = __ldg((const float4*)p + 1);
+    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w;
+    o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+}
+__device__ __forceinline__ float act_load(const act_t* p, long long i) { return p[i]; }
+__device__ __forceinline__ act_t act_store(float v) { return v; }
+{%- endif %}
+
+// Streamed loads: read once, so they skip L1 (which keeps the activations).
+__device__ __forceinline__ uint4 ld_stream_v4(const u8* p) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 { %0, %1, %2, %3 }, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint2 ld_stream_v2(const u8* p) {
+    uint2 v;
+    asm("ld.global.nc.L1::no_allocate.v2.u32 { %0, %1 }, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ u32 ld_stream_u32(const u8* p) {
+    u32 v;
+    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float ld_stream_scale(const u8* p) {
+    unsigned short h;
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    return f16_to_f32(h);
+}
+
+// The CW words of one chunk (byte offset a multiple of CW * 4), widest aligned vectors.
+__device__ __forceinline__ void load_chunk(const u8* p, u32* w) {
+#if CW % 4 == 0
+#pragma unroll
+    for (int i = 0; i < CW / 4; ++i) {
+        const uint4 v = ld_stream_v4(p + 16 * i);
+        w[4 * i] = v.x; w[4 * i + 1] = v.y; w[4 * i + 2] = v.z; w[4 * i + 3] = v.w;
+    }
+#elif CW % 2 == 0
+#pragma unroll
+    for (int i = 0; i < CW / 2; ++i) {
+        const uint2 v = ld_stream_v2(p + 8 * i);
+        w[2 * i] = v.x; w[2 * i + 1] = v.y;
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < CW; ++i) w[i] = ld_stream_u32(p + 4 * i);
+#endif
+}
+
+// 2^23 + 2^(B-1): the float a flipped-sign code sits on.
+#define MAGIC_BASE (8388608.0f + (float)(1 << (FMT_BITS - 1)))
+
+// The 8 weights [8*sb, 8*sb + 8) of a chunk as exact floats (unscaled integers).
+__device__ __forceinline__ void chunk_weights8(const u32* w, int sb, float* o) {
+#if FMT_BITS == 4
+    // Word sb: byte j holds weight 2j (low nibble) and 2j+1 (high nibble).
+    const u32 v = w[sb] ^ 0x88888888u;
+    const u32 lo = v & 0x0f0f0f0fu;
+    const u32 hi = (v >> 4) & 0x0f0f0f0fu;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        o[2 * j] = __uint_as_float(__byte_perm(lo, 0x4b000000u, 0x7640u | j)) - MAGIC_BASE;
+        o[2 * j + 1] = __uint_as_float(__byte_perm(hi, 0x4b000000u, 0x7640u | j)) - MAGIC_BASE;
+    }
+#elif FMT_BITS == 8
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const u32 v = w[2 * sb + h] ^ 0x80808080u;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            o[4 * h + j] = __uint_as_float(__byte_perm(v, 0x4b000000u, 0x7640u | j)) - MAGIC_BASE;
+    }
+#else
+    // Any width: weight i at stream bits [i*B, i*B + B), funnel-shifted out of its words.
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const int bit = (8 * sb + j) * FMT_BITS;
+        const int wi = bit >> 5;
+        const int sh = bit & 31;
+        u32 v;
+        if (sh + FMT_BITS <= 32) v = w[wi] >> sh;
+        else v = __funnelshift_r(w[wi], w[wi + 1], sh);
+        const u32 bits = (v & ((1u << FMT_BITS) - 1u)) ^ (0x4b000000u | (1u << (FMT_BITS - 1)));
+        o[j] = __uint_as_float(bits) - MAGIC_BASE;
+    }
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+{{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
+                  const u8* __restrict__ q2, const u8* __restrict__ s2,
+                  long long q_row_bytes, long long s_row_bytes,
+                  const act_t* __restrict__ x,
+                  const act_t* residual,
+                  act_t* y,
+                  int T, int N, int K)
+{
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int row0 = (blockIdx.x * WARPS + warp) * ROWS;
+    if (row0 >= N) return;
+    const int chunks = K / CN;
+
+    const u8* qr[ROWS];
+    const u8* sr[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        const long long row = min(row0 + r, N - 1);
+        qr[r] = q + row * q_row_bytes;
+        sr[r] = s + row * s_row_bytes;
+    }
+
+    float acc[ROWS][TT];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
+
+    for (int c0 = lane; c0 < chunks; c0 += 32 * UNROLL) {
+        // Phase 1: every load of this iteration (chunks past the end re-read the last one).
+        u32 raw[UNROLL][ROWS][CW];
+        float sc[UNROLL][ROWS];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = min(c0 + 32 * u, chunks - 1);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+                load_chunk(qr[r] + (long long)c * (CW * 4), raw[u][r]);
+                sc[u][r] = ld_stream_scale(sr[r] + 2 * (c / CHUNKS_PER_GROUP));
+            }
+        }
+        // Phase 2: convert and multiply, 8 weights at a time.
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = c0 + 32 * u;
+            if (c < chunks) {
+                float part[ROWS][TT];
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+                    for (int t = 0; t < TT; ++t) part[r][t] = 0.0f;
+#pragma unroll
+                for (int sb = 0; sb < CN / 8; ++sb) {
+                    float xv[TT][8];
+#pragma unroll
+                    for (int t = 0; t < TT; ++t) {
+                        if (t < T) load_x8(x + (long long)t * K + c * CN + 8 * sb, xv[t]);
+                        else {
+#pragma unroll
+                            for (int i = 0; i < 8; ++i) xv[t][i] = 0.0f;
+                        }
+                    }
+#pragma unroll
+                    for (int r = 0; r < ROWS; ++r) {
+                        float wv[8];
+                        chunk_weights8(raw[u][r], sb, wv);
+#pragma unroll
+                        for (int t = 0; t < TT; ++t)
+#pragma unroll
+                            for (int i = 0; i < 8; ++i) part[r][t] = fmaf(wv[i], xv[t][i], part[r][t]);
+                    }
+                }
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+                    for (int t = 0; t < TT; ++t) acc[r][t] = fmaf(part[r][t], sc[u][r], acc[r][t]);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        const int row = row0 + r;
+#pragma unroll
+        for (int t = 0; t < TT; ++t) {
+            float v = warp_sum(acc[r][t]);
+            if (lane == 0 && row < N && t < T) {
+                const long long o = (long long)t * N + row;
+{%- if epilogue == "residual" %}
+                v += act_load(residual, o);
+{%- endif %}
+                y[o] = act_store(v);
+            }
+        }
+    }
+}
