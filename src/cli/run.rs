@@ -69,6 +69,10 @@ pub struct GpuArgs {
     /// Linear layers' inputs on the GPU: exact (f32, CUDA cores) or bf16 (tensor cores).
     #[arg(long, value_enum, default_value_t = LinearActivations::Exact)]
     pub activations: LinearActivations,
+    /// Run every decode step op by op instead of replaying it as a captured CUDA graph
+    /// (slower; for comparing the two).
+    #[arg(long)]
+    pub no_graphs: bool,
 }
 
 impl GpuArgs {
@@ -78,6 +82,7 @@ impl GpuArgs {
         Ok(CudaOptions {
             weights,
             act: self.activations,
+            graphs: !self.no_graphs,
             ..CudaOptions::default()
         })
     }

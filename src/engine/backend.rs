@@ -105,6 +105,18 @@ pub trait Backend: Clone + Send + Sync {
     fn linear(&self, x: &Self::Act, w: &Self::Linear, bias: Option<&Self::Vector>) -> Self::Act;
     /// `x += y`.
     fn add_assign(&self, x: &mut Self::Act, y: &Self::Act);
+    /// `x += a W^T (+ bias)`: a layer's output into the residual stream. The default is
+    /// `linear` then `add_assign` (the same values; a backend may fuse them).
+    fn linear_add(
+        &self,
+        x: &mut Self::Act,
+        a: &Self::Act,
+        w: &Self::Linear,
+        bias: Option<&Self::Vector>,
+    ) {
+        let y = self.linear(a, w, bias);
+        self.add_assign(x, &y);
+    }
     /// `silu(gate) * up`.
     fn swiglu(&self, gate: &Self::Act, up: &Self::Act) -> Self::Act;
     /// `x * sigmoid(gate)`, elementwise.
@@ -156,4 +168,26 @@ pub trait Backend: Clone + Send + Sync {
     fn scatter_add_rows(&self, out: &mut Self::Act, x: &Self::Act, rows: &[usize], scale: &[f32]);
     /// Row-wise softmax (f64 accumulation).
     fn softmax(&self, x: &Self::Act) -> Self::Act;
+
+    // Captured decode steps (a backend without them keeps the defaults: every step runs
+    // op by op). The protocol, driven by `arch::Model::forward` for single-token steps:
+    // `replay_step`; if that gives nothing, `begin_step_capture`; if that agrees, the step's
+    // ops (recorded, not run) and then `end_step_capture`.
+
+    /// The logits of token `id` at the cache's position through this sequence's captured
+    /// step, with the cache advanced by one; `None` when there is no valid capture.
+    fn replay_step(&self, _cache: &mut Self::KvCache, _id: u32) -> Option<Vec<f32>> {
+        None
+    }
+    /// Whether the single-token step about to run on `cache` (returning `logits` values) is
+    /// to be captured: if so, the ops until [`Backend::end_step_capture`] are recorded
+    /// instead of run.
+    fn begin_step_capture(&self, _cache: &mut Self::KvCache, _logits: usize) -> bool {
+        false
+    }
+    /// Ends the capture, keeps it with `cache`, runs it for token `id` (at the position the
+    /// cache had before the step) and returns its logits.
+    fn end_step_capture(&self, _cache: &mut Self::KvCache, _id: u32) -> Vec<f32> {
+        unreachable!("end_step_capture without a capture")
+    }
 }

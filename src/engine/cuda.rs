@@ -13,18 +13,25 @@
 //!   width the tensor-core routes cannot take (K not a multiple of 64) stay exact.
 //!
 //! Every op allocates its output on the stream (stream-ordered, so allocation is cheap) and
-//! launches on its own; the fused, graph-captured decode step is still to come.
+//! launches on its own. Single-token steps are captured once per sequence as a CUDA graph
+//! and replayed (`graphs` option): the second such step is recorded (the first runs op by
+//! op, so that every kernel is compiled and loaded before a capture), and every later one is
+//! one graph launch. A captured step reads its token id and position from a small device
+//! buffer the host writes before each replay, so RoPE, the KV append and attention take
+//! their position from device memory ([`Pos::Device`]) and the attention's split grid is
+//! planned for the cache's whole capacity; allocations inside the step become the graph's
+//! own memory nodes. A cache that must grow makes the next step capture again.
 //!
 //! The trait's ops cannot fail, so a GPU error here is a panic whose message names the
 //! failing op and the driver's error.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::DevicePtr;
 
 use super::backend::{AttnShape, Backend, Rope};
 use crate::formats::{Format, Layout};
-use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError};
+use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, Graph};
 use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
 use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
@@ -32,7 +39,7 @@ use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
 use crate::ops::linear_exact::{self, ExactRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
-use crate::ops::{elementwise, rope, DType};
+use crate::ops::{elementwise, rope, DType, Pos};
 
 /// How the backend stores what the model hands it.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +51,8 @@ pub struct CudaOptions {
     pub kv: KvType,
     /// How linear layers see their inputs.
     pub act: LinearActivations,
+    /// Capture single-token steps as CUDA graphs and replay them.
+    pub graphs: bool,
 }
 
 /// The precision of linear layers' inputs and outputs.
@@ -63,6 +72,7 @@ impl Default for CudaOptions {
             weights: crate::formats::format("f32").expect("f32 is a registered format"),
             kv: KvType::F32,
             act: LinearActivations::Exact,
+            graphs: true,
         }
     }
 }
@@ -78,6 +88,43 @@ const GDN_CHUNKED_MIN_T: usize = 64;
 pub struct CudaBackend {
     gpu: Arc<Gpu>,
     opts: CudaOptions,
+    /// Set while a decode step is being captured (shared by the clones the model holds).
+    capturing: Arc<Mutex<Option<Capturing>>>,
+}
+
+/// What differs while a step is captured: where its inputs and logits live.
+#[derive(Debug, Clone, Copy)]
+struct Capturing {
+    /// `i32 [token id, position]`, written by the host before each replay.
+    io: u64,
+    /// Where the step's logits are copied (f32, `out_cap` of them).
+    out: u64,
+    out_cap: usize,
+    /// The KV capacity the step is captured at (attention plans its grid for it).
+    capacity: usize,
+    /// Logits the step produced (set by `to_host`, which the forward calls once).
+    out_len: Option<usize>,
+}
+
+/// A sequence's captured single-token step.
+struct CapturedStep {
+    graph: Graph,
+    /// The cache capacity it was captured at: the buffers it names, and the most
+    /// positions its attention grid covers.
+    capacity: usize,
+    out_len: usize,
+}
+
+/// A sequence's decode-graph bookkeeping (kept in its KV cache, which is per sequence).
+#[derive(Default)]
+struct StepGraph {
+    /// A single-token step has run op by op (the first always does: kernels load then,
+    /// and module loads cannot be captured).
+    warmed: bool,
+    /// `i32 [id, pos]` and the logits slot, made at the first capture.
+    io: Option<CudaSlice<i32>>,
+    out: Option<CudaSlice<f32>>,
+    captured: Option<CapturedStep>,
 }
 
 /// An f32 activation matrix on the device.
@@ -96,6 +143,7 @@ pub struct CudaKvCache {
     v: Vec<CudaSlice<u8>>,
     /// Split-K scratch for the whole capacity (sized with it in `kv_reserve`).
     ws: Option<AttnWorkspace>,
+    step: StepGraph,
 }
 
 /// A GDN layer's parameters on the device.
@@ -114,7 +162,34 @@ impl CudaBackend {
         Ok(CudaBackend {
             gpu: Arc::new(Gpu::open(ordinal)?),
             opts,
+            capturing: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// The capture in progress, if any.
+    fn capturing(&self) -> Option<Capturing> {
+        *self.capturing.lock().expect("capture state")
+    }
+
+    /// Where a position-dependent op finds its position: the host's value, or the
+    /// captured step's device slot.
+    fn pos(&self, host: usize) -> Pos {
+        match self.capturing() {
+            Some(c) => Pos::Device {
+                ptr: c.io + 4,
+                max_keys: c.capacity,
+            },
+            None => Pos::Host(host),
+        }
+    }
+
+    /// Panics if a capture is in progress: for the ops that must talk to the host (MoE
+    /// routing), which `arch::Model` never captures.
+    fn not_capturing(&self, op: &str) {
+        assert!(
+            self.capturing().is_none(),
+            "cuda backend: {op} cannot be captured in a graph"
+        );
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -301,6 +376,10 @@ impl CudaBackend {
         }
         let cap = need.next_power_of_two().max(256);
         let row = c.shape.n_kv_heads * c.shape.head_dim * self.opts.kv.bytes();
+        assert!(
+            self.capturing().is_none(),
+            "cuda backend: the kv cache cannot grow inside a captured step"
+        );
         let grow = |old: &mut CudaSlice<u8>| {
             let mut new = ok(
                 "growing the kv cache",
@@ -402,6 +481,7 @@ impl Backend for CudaBackend {
                 .map(|_| ok("kv", self.gpu.alloc_zeros::<u8>(1)))
                 .collect(),
             ws: None,
+            step: StepGraph::default(),
         };
         self.kv_reserve(&mut c, 256);
         c
@@ -440,6 +520,18 @@ impl Backend for CudaBackend {
     }
 
     fn to_host(&self, x: &CudaAct) -> Vec<f32> {
+        if let Some(c) = self.capturing.lock().expect("capture state").as_mut() {
+            // The step's result: copied (in the graph) to the slot the replay reads.
+            let n = x.rows * x.cols;
+            assert!(c.out_len.is_none(), "a captured step reads back once");
+            assert!(n <= c.out_cap, "captured logits exceed their slot");
+            ok(
+                "copying the logits",
+                elementwise::copy2d(&self.gpu, self.ptr(x), n, c.out, n, 1, n),
+            );
+            c.out_len = Some(n);
+            return Vec::new();
+        }
         let mut v = ok("downloading", x.buf.download(&self.gpu));
         v.truncate(x.rows * x.cols);
         v
@@ -479,9 +571,17 @@ impl Backend for CudaBackend {
             format: table.format,
             output: DType::F32,
         };
+        let mut y = self.alloc(ids.len(), table.layout.k);
+        if let Some(c) = self.capturing() {
+            assert_eq!(ids.len(), 1, "a captured step takes one token");
+            ok(
+                "embedding",
+                embedding::launch_at(&self.gpu, &route, table, c.io, 1, &mut y.buf),
+            );
+            return y;
+        }
         let ids_i32: Vec<i32> = ids.iter().map(|&i| i as i32).collect();
         let dev_ids = ok("uploading token ids", self.gpu.upload(&ids_i32));
-        let mut y = self.alloc(ids.len(), table.layout.k);
         ok(
             "embedding",
             embedding::launch(&self.gpu, &route, table, &dev_ids, ids.len(), &mut y.buf),
@@ -555,6 +655,31 @@ impl Backend for CudaBackend {
         );
     }
 
+    fn linear_add(
+        &self,
+        x: &mut CudaAct,
+        a: &CudaAct,
+        w: &DeviceWeight,
+        bias: Option<&CudaSlice<f32>>,
+    ) {
+        let fusable = bias.is_none()
+            && !(self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64));
+        if !fusable {
+            let y = self.linear(a, w, bias);
+            return self.add_assign(x, &y);
+        }
+        assert_eq!(a.cols, w.layout.k, "linear: input width != weight columns");
+        assert_eq!((x.rows, x.cols), (a.rows, w.layout.n), "linear_add: shapes");
+        // The residual epilogue in place (each output element reads its residual before
+        // writing it): one launch instead of a linear and an add.
+        let route = ExactRoute::choose(w.format, a.rows, Epilogue::Residual);
+        let xp = self.ptr(x);
+        ok(
+            "linear_add",
+            linear_exact::launch(&self.gpu, &route, w, self.ptr(a), Some(xp), xp, a.rows),
+        );
+    }
+
     fn swiglu(&self, gate: &CudaAct, up: &CudaAct) -> CudaAct {
         self.pointwise("swiglu", elementwise::swiglu, gate, up)
     }
@@ -577,7 +702,7 @@ impl Backend for CudaBackend {
                 x.rows,
                 n_heads,
                 head_dim,
-                pos0,
+                self.pos(pos0),
                 rope,
             ),
         );
@@ -597,6 +722,10 @@ impl Backend for CudaBackend {
         assert_eq!((k.cols, v.cols), (kvw, kvw), "attention: k/v width");
         let (t, pos0) = (q.rows, cache.len);
         self.kv_reserve(cache, pos0 + t);
+        let pos = self.pos(pos0);
+        if t == 1 && matches!(pos, Pos::Host(_)) {
+            cache.step.warmed = true;
+        }
         let dims = Self::attn_dims(shape);
         let (kc, vc) = (
             self.slice_ptr(&cache.k[layer]),
@@ -611,7 +740,7 @@ impl Backend for CudaBackend {
                 self.ptr(v),
                 kc,
                 vc,
-                pos0,
+                pos,
                 t,
                 kvw,
             ),
@@ -631,7 +760,7 @@ impl Backend for CudaBackend {
                 vc,
                 self.ptr(&out),
                 t,
-                pos0,
+                pos,
                 dims,
                 scale,
             ),
@@ -759,6 +888,7 @@ impl Backend for CudaBackend {
         if rows.is_empty() {
             return y;
         }
+        self.not_capturing("gather_rows");
         let ids = self.upload_i32(rows);
         ok(
             "gather_rows",
@@ -796,6 +926,7 @@ impl Backend for CudaBackend {
             rows.len(),
             "scatter_add_rows: rows must be distinct"
         );
+        self.not_capturing("scatter_add_rows");
         let ids = self.upload_i32(rows);
         let sc = ok("uploading scales", self.gpu.upload(scale));
         ok(
@@ -819,5 +950,95 @@ impl Backend for CudaBackend {
             elementwise::softmax_rows(&self.gpu, self.ptr(x), self.ptr(&y), x.rows, x.cols),
         );
         y
+    }
+
+    fn replay_step(&self, cache: &mut CudaKvCache, id: u32) -> Option<Vec<f32>> {
+        let pos = cache.len;
+        let (capacity, out_len) = {
+            let c = cache.step.captured.as_ref()?;
+            (c.capacity, c.out_len)
+        };
+        if capacity != cache.capacity || pos + 1 > capacity {
+            // The cache grew (new buffers) or is about to: capture again.
+            cache.step.captured = None;
+            return None;
+        }
+        let io = cache.step.io.as_mut().expect("made by begin_step_capture");
+        // From pageable host memory: staged before the call returns, and ordered before
+        // the replay on the one stream.
+        ok(
+            "writing the step's input",
+            self.gpu
+                .stream()
+                .memcpy_htod(&[id as i32, pos as i32], io)
+                .map_err(|e| GpuError::driver("writing the step's input", e)),
+        );
+        let step = cache.step.captured.as_ref().expect("checked above");
+        ok("replaying the decode step", step.graph.replay());
+        let out = cache.step.out.as_ref().expect("made by begin_step_capture");
+        let mut logits = ok("reading the step's logits", self.gpu.download(out));
+        logits.truncate(out_len);
+        cache.len += 1;
+        Some(logits)
+    }
+
+    fn begin_step_capture(&self, cache: &mut CudaKvCache, logits: usize) -> bool {
+        if !self.opts.graphs || !cache.step.warmed {
+            return false;
+        }
+        // Room for this step first: growing the cache cannot happen inside the graph.
+        self.kv_reserve(cache, cache.len + 1);
+        // The input and output slots, made outside the capture so that they outlive it.
+        let step = &mut cache.step;
+        if step.out.as_ref().is_none_or(|o| o.len() != logits) {
+            step.out = Some(ok(
+                "allocating the step's logits",
+                self.gpu.alloc_zeros(logits),
+            ));
+        }
+        let io = step
+            .io
+            .get_or_insert_with(|| ok("allocating step inputs", self.gpu.alloc_zeros(2)));
+        let io = self.slice_ptr(io);
+        let (out, out_cap) = (self.slice_ptr(step.out.as_ref().unwrap()), logits);
+        let mut guard = self.capturing.lock().expect("capture state");
+        assert!(
+            guard.is_none(),
+            "cuda backend: a capture is already in progress"
+        );
+        *guard = Some(Capturing {
+            io,
+            out,
+            out_cap,
+            capacity: cache.capacity,
+            out_len: None,
+        });
+        drop(guard);
+        ok(
+            "beginning the step capture",
+            Graph::begin_capture(&self.gpu),
+        );
+        true
+    }
+
+    fn end_step_capture(&self, cache: &mut CudaKvCache, id: u32) -> Vec<f32> {
+        let graph = Graph::end_capture(&self.gpu);
+        let c = self
+            .capturing
+            .lock()
+            .expect("capture state")
+            .take()
+            .expect("end_step_capture without begin_step_capture");
+        let graph = ok("capturing the decode step", graph);
+        let out_len = c.out_len.expect("the captured step produced no logits");
+        cache.step.captured = Some(CapturedStep {
+            graph,
+            capacity: c.capacity,
+            out_len,
+        });
+        // The host side ran the step (the cache is one longer); run the device side.
+        cache.len -= 1;
+        self.replay_step(cache, id)
+            .expect("a step just captured replays")
     }
 }

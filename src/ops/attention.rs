@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::gdn::dptr;
-use super::DType;
+use super::{DType, Pos};
 use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
@@ -312,7 +312,7 @@ pub fn launch_kv_append(
     v: u64,
     k_cache: u64,
     v_cache: u64,
-    pos0: usize,
+    pos: Pos,
     t: usize,
     width: usize,
 ) -> Result<(), GpuError> {
@@ -320,8 +320,9 @@ pub fn launch_kv_append(
     if n == 0 {
         return Ok(());
     }
+    let (pos0, pos_dev) = pos.kernel_args();
     assert!(
-        (pos0 + t) * width < i32::MAX as usize,
+        pos.max_keys(t) * width < i32::MAX as usize,
         "kv append: cache offsets exceed the kernel's int arguments"
     );
     let spec = append_spec(kv);
@@ -339,6 +340,7 @@ pub fn launch_kv_append(
         .arg(&k_cache)
         .arg(&v_cache)
         .arg(&pos0_i)
+        .arg(&pos_dev)
         .arg(&t_i)
         .arg(&width_i);
     // SAFETY: matches the template's signature; the caller owns the address ranges
@@ -404,11 +406,12 @@ pub fn launch_attention(
     v_cache: u64,
     out: u64,
     t: usize,
-    pos0: usize,
+    pos: Pos,
     dims: AttnDims,
     scale: f32,
 ) -> Result<(), GpuError> {
     dims.check();
+    let (pos0, pos_dev) = pos.kernel_args();
     assert_eq!(
         route.head_dim, dims.head_dim,
         "attention: the route's head_dim differs from the layer's"
@@ -418,7 +421,7 @@ pub fn launch_attention(
         "attention: q, caches and out must be 16-byte aligned"
     );
     assert!(
-        (pos0 + t) * dims.kv_width().max(dims.q_width()) < i32::MAX as usize * 4,
+        pos.max_keys(t) * dims.kv_width().max(dims.q_width()) < i32::MAX as usize * 4,
         "attention: sizes exceed the kernel's int arguments"
     );
     if t == 0 {
@@ -453,6 +456,7 @@ pub fn launch_attention(
                 .arg(&null)
                 .arg(&t_i)
                 .arg(&pos0_i)
+                .arg(&pos_dev)
                 .arg(&n_heads)
                 .arg(&n_kv)
                 .arg(&zero)
@@ -471,7 +475,13 @@ pub fn launch_attention(
             for r0 in (0..t).step_by(ws.rows) {
                 let rows = ws.rows.min(t - r0);
                 let p0 = pos0 + r0;
-                let (splits, mult) = split_plan(p0 + rows, split, ws.max_splits);
+                // A device position plans for the most keys a replay may see (splits past
+                // the live keys find nothing and weigh zero in the combine).
+                let keys = match pos {
+                    Pos::Host(_) => p0 + rows,
+                    Pos::Device { max_keys, .. } => max_keys,
+                };
+                let (splits, mult) = split_plan(keys, split, ws.max_splits);
                 let (qc, oc) = (q + r0 as u64 * row_bytes, out + r0 as u64 * row_bytes);
                 let cfg = LaunchConfig {
                     grid_dim: (
@@ -492,6 +502,7 @@ pub fn launch_attention(
                     .arg(&ml)
                     .arg(&rows_i)
                     .arg(&p0_i)
+                    .arg(&pos_dev)
                     .arg(&n_heads)
                     .arg(&n_kv)
                     .arg(&ms_i)
@@ -685,7 +696,7 @@ impl Problem {
             dptr(gpu, &self.v_new),
             self.k_cache.device_ptr(gpu),
             self.v_cache.device_ptr(gpu),
-            self.pos0,
+            Pos::Host(self.pos0),
             self.t,
             self.dims.kv_width(),
         )
@@ -697,6 +708,7 @@ impl Problem {
         route: &AttnRoute,
         ws: &mut AttnWorkspace,
         out: &CudaSlice<f32>,
+        pos: Pos,
     ) -> Result<(), GpuError> {
         launch_attention(
             gpu,
@@ -707,7 +719,7 @@ impl Problem {
             self.v_cache.device_ptr(gpu),
             dptr(gpu, out),
             self.t,
-            self.pos0,
+            pos,
             self.dims,
             1.0 / (self.dims.head_dim as f32).sqrt(),
         )
@@ -728,15 +740,26 @@ fn poison_workspace(gpu: &Gpu, ws: &mut AttnWorkspace) -> Result<(), GpuError> {
 }
 
 /// Runs one route on a problem with a poisoned output and compares with the reference.
+/// `device_pos_keys`: read the position from device memory, the split grid planned for
+/// that many keys (as a graph-captured decode step does), instead of passing it.
 fn check(
     gpu: &Gpu,
     p: &Problem,
     route: &AttnRoute,
     ws: &mut AttnWorkspace,
     note: &str,
+    device_pos_keys: Option<usize>,
 ) -> Result<Outcome, GpuError> {
     let out = gpu.upload(&vec![f32::NAN; p.t * p.dims.q_width()])?;
-    p.attend(gpu, route, ws, &out)?;
+    let pos_buf = gpu.upload(&[p.pos0 as i32])?;
+    let pos = match device_pos_keys {
+        Some(max_keys) => Pos::Device {
+            ptr: dptr(gpu, &pos_buf),
+            max_keys,
+        },
+        None => Pos::Host(p.pos0),
+    };
+    p.attend(gpu, route, ws, &out, pos)?;
     gpu.synchronize()?;
     Ok(Outcome::compare(
         format!("{}{note}", route.spec().entry),
@@ -766,12 +789,27 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
                     .iter()
                     .filter(|r| r.kv == kv && r.head_dim == dims.head_dim)
                 {
-                    outcomes.push(check(gpu, &p, route, &mut ws, "")?);
+                    outcomes.push(check(gpu, &p, route, &mut ws, "", None)?);
+                }
+                if t <= DECODE_MAX_T {
+                    // The graph-replay form: position on the device, grid for the whole
+                    // workspace (most splits past the live keys).
+                    poison_workspace(gpu, &mut ws)?;
+                    let route = AttnRoute::choose(kv, dims, t);
+                    let note = format!(" (device position, grid for {max_ctx} keys)");
+                    outcomes.push(check(gpu, &p, &route, &mut ws, &note, Some(max_ctx))?);
                 }
                 if pos0 >= 1000 || t > DECODE_MAX_T {
                     poison_workspace(gpu, &mut small_ws)?;
                     let route = AttnRoute::choose(kv, dims, 1);
-                    outcomes.push(check(gpu, &p, &route, &mut small_ws, " (small workspace)")?);
+                    outcomes.push(check(
+                        gpu,
+                        &p,
+                        &route,
+                        &mut small_ws,
+                        " (small workspace)",
+                        None,
+                    )?);
                 }
             }
         }
@@ -800,7 +838,7 @@ fn qualify_append(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuErro
                 dptr(gpu, &dv),
                 kc.device_ptr(gpu),
                 vc.device_ptr(gpu),
-                pos0,
+                Pos::Host(pos0),
                 t,
                 width,
             )?;
@@ -840,7 +878,7 @@ fn qualify_graph_replay(gpu: &Gpu, rng: &mut impl Rng) -> Result<Outcome, GpuErr
     let mut out = gpu.upload(&vec![f32::NAN; t * dims.q_width()])?;
     let graph = crate::gpu::Graph::capture(gpu, || {
         p.append(gpu)?;
-        p.attend(gpu, &route, &mut ws, &out)
+        p.attend(gpu, &route, &mut ws, &out, Pos::Host(pos0))
     })?;
     let mut worst: Option<Outcome> = None;
     for _ in 0..3 {
@@ -966,7 +1004,7 @@ pub fn bench(
                             dptr(gpu, vc),
                             dptr(gpu, &out),
                             t,
-                            pos0,
+                            Pos::Host(pos0),
                             dims,
                             scale,
                         )

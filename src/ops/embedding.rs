@@ -6,6 +6,8 @@ use rand::Rng;
 use super::weight::{random_payload, DeviceWeight};
 use super::DType;
 use crate::formats::{Format, Layout};
+use cudarc::driver::DevicePtr;
+
 use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, Graph, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::qualify::{allowance_for, Outcome};
@@ -52,8 +54,22 @@ pub fn launch(
     t: usize,
     out: &mut AnyBuffer,
 ) -> Result<(), GpuError> {
+    assert!(ids.len() >= t);
+    launch_at(gpu, route, w, ids.device_ptr(gpu.stream()).0, t, out)
+}
+
+/// As [`launch`] with the ids at a device address (`t` i32 values), e.g. a captured decode
+/// step's input slot.
+pub fn launch_at(
+    gpu: &Gpu,
+    route: &EmbeddingRoute,
+    w: &DeviceWeight,
+    ids: u64,
+    t: usize,
+    out: &mut AnyBuffer,
+) -> Result<(), GpuError> {
     let (vocab, h) = (w.layout.n, w.layout.k);
-    assert!(ids.len() >= t && out.len() >= t * h && out.dtype() == route.output);
+    assert!(out.len() >= t * h && out.dtype() == route.output);
     if t == 0 {
         return Ok(());
     }
@@ -72,7 +88,7 @@ pub fn launch(
         .arg(&s)
         .arg(&qs)
         .arg(&ss)
-        .arg(ids)
+        .arg(&ids)
         .arg(&vi)
         .arg(&hi)
         .arg(&o);

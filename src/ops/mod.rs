@@ -14,6 +14,37 @@ pub mod weight;
 
 use serde::Serialize;
 
+/// Where a position-dependent launch (RoPE, KV append, attention) finds the position of its
+/// first row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pos {
+    /// Known on the host: a kernel argument.
+    Host(usize),
+    /// An `i32` in device memory at `ptr`, read by the kernel, so that a captured CUDA graph
+    /// replays at whatever position the host writes there. `max_keys` bounds the keys any
+    /// replay attends over (the attention decode plans its fixed split grid for it).
+    Device { ptr: u64, max_keys: usize },
+}
+
+impl Pos {
+    /// The host part of the position and the device pointer (0 when none), as the kernels
+    /// take them (`pos0 + *pos_dev`).
+    pub fn kernel_args(self) -> (usize, u64) {
+        match self {
+            Pos::Host(p) => (p, 0),
+            Pos::Device { ptr, .. } => (0, ptr),
+        }
+    }
+
+    /// The most keys a launch at this position with `t` rows can see.
+    pub fn max_keys(self, t: usize) -> usize {
+        match self {
+            Pos::Host(p) => p + t,
+            Pos::Device { max_keys, .. } => max_keys,
+        }
+    }
+}
+
 /// Element type of an activation buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum DType {

@@ -12,6 +12,7 @@ use crate::engine::backend::{Rope, RopeStyle};
 use crate::gpu::{Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::ops::gdn::dptr;
+use crate::ops::Pos;
 use crate::qualify::{rel_l2, Outcome, ALLOW_F32};
 
 /// Threads per block (fixed in the template).
@@ -47,7 +48,7 @@ pub fn launch_rope(
     t: usize,
     n_heads: usize,
     head_dim: usize,
-    pos0: usize,
+    pos: Pos,
     rope: &Rope,
 ) -> Result<(), GpuError> {
     let rd = rope.rotary_dim;
@@ -74,10 +75,17 @@ pub fn launch_rope(
         shared_mem_bytes: 0,
     };
     let (nh, hd, rdi) = (n_heads as i32, head_dim as i32, rd as i32);
+    let (pos0, pos_dev) = pos.kernel_args();
     let pos0 = pos0 as i64;
     let theta = rope.theta;
     let mut b = gpu.stream().launch_builder(&f);
-    b.arg(&x).arg(&nh).arg(&hd).arg(&rdi).arg(&pos0).arg(&theta);
+    b.arg(&x)
+        .arg(&nh)
+        .arg(&hd)
+        .arg(&rdi)
+        .arg(&pos0)
+        .arg(&pos_dev)
+        .arg(&theta);
     // SAFETY: matches rope/rope.cu; the caller sizes x to t * n_heads * head_dim.
     unsafe { b.launch(cfg) }
         .map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))?;
@@ -155,11 +163,31 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
                     let mut host = vec![0f32];
                     host.extend_from_slice(&x);
                     let dx = gpu.upload(&host)?;
-                    launch_rope(gpu, dptr(gpu, &dx) + 4, t, n_heads, head_dim, pos0, &rope)?;
+                    let x_ptr = dptr(gpu, &dx) + 4;
+                    launch_rope(gpu, x_ptr, t, n_heads, head_dim, Pos::Host(pos0), &rope)?;
                     let got = gpu.download(&dx)?[1..].to_vec();
                     let shape = format!(
                         "t={t} pos0={pos0} heads={n_heads} head_dim={head_dim} rotary={rotary_dim}"
                     );
+                    if n_heads == 3 {
+                        // The graph-replay form (position read from device memory) must
+                        // give the same bits.
+                        let dx2 = gpu.upload(&host)?;
+                        let pos_buf = gpu.upload(&[pos0 as i32])?;
+                        let pos = Pos::Device {
+                            ptr: dptr(gpu, &pos_buf),
+                            max_keys: pos0 + t,
+                        };
+                        launch_rope(gpu, dptr(gpu, &dx2) + 4, t, n_heads, head_dim, pos, &rope)?;
+                        let same = gpu.download(&dx2)?[1..] == got[..];
+                        outcomes.push(Outcome {
+                            route: format!("{entry} (device position = host position)"),
+                            shape: shape.clone(),
+                            rel_l2: if same { 0.0 } else { f64::INFINITY },
+                            allowance: 0.0,
+                            pass: same,
+                        });
+                    }
                     outcomes.push(Outcome::compare(
                         entry.clone(),
                         shape.clone(),

@@ -62,10 +62,13 @@ extern "C" __global__ void __launch_bounds__(NT)
                   const {{ kv_type }}* __restrict__ vc,  // [capacity, n_kv * HD]
                   float* __restrict__ out,   // direct: [t, n_heads * HD]; split: acc [t * n_heads, max_splits, HD]
                   float* __restrict__ ml,    // split: [t * n_heads, max_splits, 2] (max in log2 units, sum)
-                  int t, int pos0, int n_heads, int n_kv,
+                  int t, int pos0,
+                  const int* __restrict__ pos_dev,  // if set, *pos_dev is added to pos0 (graph replays)
+                  int n_heads, int n_kv,
                   int max_splits, int split_mult,
                   float scale_log2)          // softmax scale * log2(e)
 {
+    if (pos_dev) pos0 += *pos_dev;
     extern __shared__ float4 smem4[];
     float* qs = (float*)smem4;     // [NQ][QS]
     float* ks = qs + NQ * QS;      // [KT][QS]

@@ -20,8 +20,10 @@ extern "C" __global__ void __launch_bounds__(256)
                   int head_dim,
                   int rotary_dim,
                   long long pos0,
+                  const int* __restrict__ pos_dev,  // if set, *pos_dev is added to pos0 (graph replays)
                   double theta)
 {
+    if (pos_dev) pos0 += *pos_dev;
     __shared__ float cs[ROPE_MAX_HALF];
     __shared__ float sn[ROPE_MAX_HALF];
     const int half = rotary_dim >> 1;

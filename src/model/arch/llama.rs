@@ -154,6 +154,11 @@ impl<B: Backend> Llama<B> {
         &self.config
     }
 
+    /// The backend the model runs on.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
     /// The RoPE this model runs with.
     pub fn rope(&self) -> Rope {
         self.rope
@@ -201,13 +206,11 @@ impl<B: Backend> CausalLm<B> for Llama<B> {
             b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
             b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
             let a = b.attention(&mut state.kv, li, &q, &k, &v);
-            let o = b.linear(&a, &l.wo, l.bo.as_ref());
-            b.add_assign(&mut x, &o);
+            b.linear_add(&mut x, &a, &l.wo, l.bo.as_ref());
             let h = b.rmsnorm(&x, &l.ffn_norm, eps, NormWeight::Plain);
             let g = b.linear(&h, &l.gate, None);
             let u = b.linear(&h, &l.up, None);
-            let m = b.linear(&b.swiglu(&g, &u), &l.down, None);
-            b.add_assign(&mut x, &m);
+            b.linear_add(&mut x, &b.swiglu(&g, &u), &l.down, None);
         }
         b.kv_advance(&mut state.kv, ids.len());
         let x = match want {

@@ -329,10 +329,59 @@ impl<B: Backend> CausalLm<B> for Model<B> {
     }
 
     fn forward(&self, state: &mut ModelState<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
+        if ids.len() == 1 && want == LogitsWanted::Last && self.step_capturable() {
+            if let Some(logits) = self.graph_step(state, ids[0]) {
+                return logits;
+            }
+        }
+        self.forward_ops(state, ids, want)
+    }
+}
+
+impl<B: Backend> Model<B> {
+    fn backend(&self) -> &B {
+        match self {
+            Model::Llama(m) => m.backend(),
+            Model::Qwen35(m) => m.backend(),
+        }
+    }
+
+    /// Whether a single-token step can be captured as one graph: every op stays on the
+    /// device. MoE layers read the router's choice back to the host, so they cannot.
+    fn step_capturable(&self) -> bool {
+        self.config().moe.is_none()
+    }
+
+    /// The step op by op, through the backend's calls.
+    fn forward_ops(&self, state: &mut ModelState<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
         match (self, state) {
             (Model::Llama(m), ModelState::Llama(s)) => m.forward(s, ids, want),
             (Model::Qwen35(m), ModelState::Qwen35(s)) => m.forward(s, ids, want),
             _ => panic!("a state from another model"),
+        }
+    }
+
+    /// A single-token step as the backend's captured graph of it (replayed, or captured now
+    /// and replayed), or `None` when the backend runs this step op by op.
+    fn graph_step(&self, state: &mut ModelState<B>, id: u32) -> Option<Vec<f32>> {
+        let b = self.backend();
+        if let Some(logits) = b.replay_step(state.kv_mut(), id) {
+            return Some(logits);
+        }
+        if !b.begin_step_capture(state.kv_mut(), self.vocab_size()) {
+            return None;
+        }
+        // Recorded, not run: the host side (cache length) advances as in an eager step.
+        self.forward_ops(state, &[id], LogitsWanted::Last);
+        Some(b.end_step_capture(state.kv_mut(), id))
+    }
+}
+
+impl<B: Backend> ModelState<B> {
+    fn kv_mut(&mut self) -> &mut B::KvCache {
+        match self {
+            ModelState::Llama(s) => &mut s.kv,
+            ModelState::Qwen35(s) => &mut s.kv,
         }
     }
 }

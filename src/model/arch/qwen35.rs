@@ -62,6 +62,13 @@ fn mlp<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act) -> B::Act {
     b.linear(&b.swiglu(&g, &u), &m.down, None)
 }
 
+/// `out += mlp(x)`.
+fn mlp_add<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act, out: &mut B::Act) {
+    let g = b.linear(x, &m.gate, None);
+    let u = b.linear(x, &m.up, None);
+    b.linear_add(out, &b.swiglu(&g, &u), &m.down, None);
+}
+
 fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
@@ -389,6 +396,11 @@ impl<B: Backend> Qwen35<B> {
     pub fn config(&self) -> &ModelConfig {
         &self.config
     }
+
+    /// The backend the model runs on.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
 }
 
 impl<B: Backend> CausalLm<B> for Qwen35<B> {
@@ -443,7 +455,8 @@ impl<B: Backend> Qwen35<B> {
             head_dim,
         } = self.shape;
         let h = b.rmsnorm(x, &l.input_norm, eps, zc);
-        let o = match &l.mixer {
+        // The mixer's output before its out projection, and that projection.
+        let (pre, out_w) = match &l.mixer {
             Mixer::Attention {
                 q_proj,
                 k_proj,
@@ -460,7 +473,7 @@ impl<B: Backend> Qwen35<B> {
                 b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
                 b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
                 let a = b.attention(kv, li, &q, &k, &v);
-                b.linear(&b.sigmoid_gate(&a, &gate), o_proj, None)
+                (b.sigmoid_gate(&a, &gate), o_proj)
             }
             Mixer::Gdn {
                 in_qkv,
@@ -475,17 +488,13 @@ impl<B: Backend> Qwen35<B> {
                 let bb = b.linear(&h, in_b, None);
                 let aa = b.linear(&h, in_a, None);
                 let st = gdn.expect("a GDN layer has a GDN state");
-                let y = b.gdn(params, st, &mixed, &z, &aa, &bb);
-                b.linear(&y, out_proj, None)
+                (b.gdn(params, st, &mixed, &z, &aa, &bb), out_proj)
             }
         };
-        b.add_assign(x, &o);
+        b.linear_add(x, &pre, out_w, None);
         let h = b.rmsnorm(x, &l.post_norm, eps, zc);
         match &l.ffn {
-            Ffn::Dense(m) => {
-                let y = mlp(b, m, &h);
-                b.add_assign(x, &y);
-            }
+            Ffn::Dense(m) => mlp_add(b, m, &h, x),
             Ffn::Moe {
                 router,
                 experts,

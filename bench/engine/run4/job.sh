@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+set -u
+xz -dc .gpu/ninfer.xz > .gpu/ninfer && chmod +x .gpu/ninfer
+export NINFER_CACHE_DIR=/tmp/ninfer-cache
+mkdir -p $NINFER_CACHE_DIR/models
+cat /root/models/part.aa /root/models/part.ab > $NINFER_CACHE_DIR/models/SmolLM2-135M-Instruct.Q4_1.gguf
+sha256sum $NINFER_CACHE_DIR/models/SmolLM2-135M-Instruct.Q4_1.gguf > $OUT/model_sha.txt
+B=.gpu/ninfer
+source scripts/gpu/context.sh
+timeout 150 $B qualify --filter attention,rope --json $OUT/qualify.jsonl > $OUT/qualify.txt 2>&1; echo "qualify rc $?"
+grep -E "FAIL" $OUT/qualify.txt | head; grep -E "checks:|^error" $OUT/qualify.txt
+long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools. Over the following centuries the settlement grew into a market town, then a walled city with its own laws, its own coins and a cathedral whose towers could be seen from every road that led to it."
+: > $OUT/compare.txt
+for fx in tests/fixtures/tiny/*/; do
+  echo "\$ compare $fx" >> $OUT/compare.txt
+  timeout 60 $B compare --model "$fx" --prompt "$long" --tokens 300 >> $OUT/compare.txt 2>&1 || echo "FAILED $fx" >> $OUT/compare.txt
+done
+for g in "" "--no-graphs"; do
+  echo "\$ compare SmolLM2 $g" >> $OUT/compare.txt
+  timeout 60 $B compare $g --tokens 300 >> $OUT/compare.txt 2>&1 || echo FAILED >> $OUT/compare.txt
+done
+: > $OUT/run.txt
+for mode in "--weights f32" "--weights f32 --no-graphs" "--weights q8_g32" "--weights q4_g64" "--weights bf16"; do
+  echo "\$ ninfer run --device cuda $mode --max-tokens 512" >> $OUT/run.txt
+  timeout 60 $B run --device cuda $mode --max-tokens 512 --chat "Write a long story about the sea." 2>&1 >/dev/null | tail -1 >> $OUT/run.txt
+done
+grep -vE '^\$' $OUT/compare.txt | sed -e 's/^.*fixtures\/tiny\///' | cut -c1-250 | tail -40
+cat $OUT/run.txt
