@@ -5,8 +5,10 @@
 //! Two kernel families: `linear_gemv` (`templates/linear/gemv.cu`, T = 1..8, CUDA cores,
 //! each weight group decoded once for all columns) and `linear_mma` (`templates/linear/
 //! mma_tiled.cu`, T > 8 and prefill: weight tiles decoded to bf16 in shared memory,
-//! `mma.sync` m16n8k16). Routes are chosen by [`LinearRoute::choose`] until the autotuner
-//! supplies a table.
+//! `mma.sync` m16n8k16), the tensor-core GEMV `linear_mmv` (`templates/linear/mmv.cu`) and
+//! `linear_stream` (`templates/linear/gemv_stream.cu`, the exact route's bandwidth-first
+//! kernel with bf16 activations; registered, qualified and timed beside `linear_mmv`).
+//! Routes are chosen by [`LinearRoute::choose`] until the autotuner supplies a table.
 
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -50,6 +52,12 @@ pub enum LinearTile {
     /// Tensor-core GEMV for up to `8 * nt` columns: 16 rows per block, `kw` warps splitting
     /// K, `unroll` groups per iteration. Formats with the lane-pairs interface only.
     Mmv { nt: u32, kw: u32, unroll: u32 },
+    /// The bandwidth-first CUDA-core GEMV (`linear/gemv_stream.cu` with bf16 activations,
+    /// the exact route's kernel) for up to `tt` columns; epilogues none and residual.
+    Stream {
+        tt: u32,
+        tile: super::linear_exact::StreamTile,
+    },
 }
 
 /// Column tiles of 8 the tensor-core GEMV is instantiated with.
@@ -105,6 +113,19 @@ impl LinearRoute {
             .param("nt", nt)
             .param("kw", kw)
             .param("unroll", unroll),
+            LinearTile::Stream { tt, tile } => KernelSpec::new(
+                "linear_stream",
+                "linear/gemv_stream.cu",
+                format!(
+                    "linear_stream_{f}_{e}_t{tt}_r{}_w{}_u{}",
+                    tile.rows, tile.warps, tile.unroll
+                ),
+            )
+            .param("tt", tt)
+            .param("rows", tile.rows)
+            .param("warps", tile.warps)
+            .param("unroll", tile.unroll)
+            .param("act", "bf16"),
         }
         .param("format", f)
         .param("epilogue", self.epilogue)
@@ -143,6 +164,7 @@ impl LinearRoute {
             LinearTile::Gemv { tt, .. } => tt as usize,
             LinearTile::Mma { .. } => usize::MAX,
             LinearTile::Mmv { nt, .. } => 8 * nt as usize,
+            LinearTile::Stream { tt, .. } => tt as usize,
         }
     }
 
@@ -166,6 +188,18 @@ impl LinearRoute {
                     tile: LinearTile::Mma { bm, bn, wm, wn },
                     epilogue,
                 });
+            }
+            if super::linear_exact::stream_supports(format) && epilogue != Epilogue::Swiglu {
+                for tt in super::linear_exact::STREAM_TT {
+                    routes.push(LinearRoute {
+                        format,
+                        tile: LinearTile::Stream {
+                            tt,
+                            tile: super::linear_exact::stream_tile(tt),
+                        },
+                        epilogue,
+                    });
+                }
             }
             if has_lane_pairs(format) {
                 for nt in MMV_NT {
@@ -228,9 +262,19 @@ pub fn launch(
         "activation buffers too small"
     );
     assert!(
-        k % 64 == 0 || matches!(route.tile, LinearTile::Gemv { .. }),
+        k % 64 == 0
+            || matches!(
+                route.tile,
+                LinearTile::Gemv { .. } | LinearTile::Stream { .. }
+            ),
         "the tensor-core route needs K % 64 == 0"
     );
+    if let LinearTile::Stream { .. } = route.tile {
+        assert!(
+            super::linear_exact::stream_supports(a.w.format) && route.epilogue != Epilogue::Swiglu,
+            "the stream route takes sym_int formats and no SwiGLU"
+        );
+    }
     let up = match route.epilogue {
         Epilogue::Swiglu => {
             let up = a.w_up.expect("a SwiGLU launch needs the up projection");
@@ -261,6 +305,10 @@ pub fn launch(
         .unwrap_or(y0);
     let (ni, ki) = (n as i32, k as i32);
     let step = route.max_columns();
+    let slab = match route.tile {
+        LinearTile::Stream { tt, .. } => super::linear_exact::stream_slab(tt, k).0 as i32,
+        _ => 0,
+    };
     let mut col = 0;
     while col < a.t {
         let cols = step.min(a.t - col);
@@ -287,6 +335,11 @@ pub fn launch(
                 block_dim: (kw * 32, 1, 1),
                 shared_mem_bytes: 0,
             },
+            LinearTile::Stream { tt, tile } => LaunchConfig {
+                grid_dim: (n.div_ceil((tile.rows * tile.warps) as usize) as u32, 1, 1),
+                block_dim: (tile.warps * 32, 1, 1),
+                shared_mem_bytes: super::linear_exact::stream_slab(tt, k).1 as u32,
+            },
         };
         let (xc, yc, rc) = (
             x0 + (col * k * 2) as u64,
@@ -307,8 +360,12 @@ pub fn launch(
             .arg(&ti)
             .arg(&ni)
             .arg(&ki);
-        // SAFETY: the arguments match the template's signature; sizes are asserted above and
-        // the kernels guard rows and columns past N and T.
+        if let LinearTile::Stream { .. } = route.tile {
+            b.arg(&slab);
+        }
+        // SAFETY: the arguments match the template's signature (the stream kernel's with its
+        // slab, its shared memory sized by stream_slab); sizes are asserted above and the
+        // kernels guard rows and columns past N and T.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
         col += cols;
@@ -457,7 +514,9 @@ pub fn qualify(
             continue;
         }
         let ts: Vec<usize> = match route.tile {
-            LinearTile::Gemv { tt, .. } => ((tt / 2 + 1) as usize..=tt as usize).collect(),
+            LinearTile::Gemv { tt, .. } | LinearTile::Stream { tt, .. } => {
+                ((tt / 2 + 1) as usize..=tt as usize).collect()
+            }
             LinearTile::Mma { bm: 32, .. } => vec![9, 16, 17, 24, 32],
             LinearTile::Mma { .. } => vec![33, 64, 100, 256],
             LinearTile::Mmv { nt, .. } => match nt {
@@ -518,6 +577,19 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
         let fmt = crate::formats::format(name).expect("registered");
         let route = LinearRoute::choose(fmt, t, Epilogue::None);
+        // The stream kernel (bf16 activations) beside the chosen route where it applies.
+        let mut routes = vec![route];
+        if t <= 8 && super::linear_exact::stream_supports(fmt) {
+            let tt = (t as u32).next_power_of_two();
+            routes.push(LinearRoute {
+                format: fmt,
+                tile: LinearTile::Stream {
+                    tt,
+                    tile: super::linear_exact::stream_tile(tt),
+                },
+                epilogue: Epilogue::None,
+            });
+        }
         let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
         let sets = rotation_sets(gpu, layout.total_bytes);
         let payload = random_payload(fmt, &layout, &mut rng);
@@ -527,21 +599,24 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         let (xb, _) = random_bf16(t * k, 1.0, &mut rng);
         let x = gpu.upload(&xb)?;
         let mut y: CudaSlice<u16> = gpu.alloc_zeros(t * n)?;
-        let us = median_us(gpu, 5, 50, |i| {
-            let args = LinearArgs {
-                w: &weights[i % sets],
-                w_up: None,
-                x: &x,
-                residual: None,
-                t,
-            };
-            launch(gpu, &route, &args, &mut y)
-        })?;
+        let mut timed = Vec::new();
+        for route in &routes {
+            let us = median_us(gpu, 5, 50, |i| {
+                let args = LinearArgs {
+                    w: &weights[i % sets],
+                    w_up: None,
+                    x: &x,
+                    residual: None,
+                    t,
+                };
+                launch(gpu, route, &args, &mut y)
+            })?;
+            timed.push((route.spec().entry, us));
+        }
         drop(weights);
         let bytes = (layout.total_bytes + t * k * 2 + t * n * 2) as f64;
         let flops = 2.0 * (t * n * k) as f64;
         let shape = format!("T={t} N={n} K={k}");
-        let mut rec = ctx.record(what, route.spec().entry, shape.clone(), us, bytes, flops);
 
         // cuBLAS bf16 on the same shape, weights rotated the same way.
         let wsets = rotation_sets(gpu, n * k * 2);
@@ -555,10 +630,13 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         let peer_us = median_us(gpu, 5, 50, |i| {
             blas.gemm_bf16(gpu, &wdev[i % wsets], &x, &mut y, (t, n, k))
         })?;
-        rec.peer = Some("cuBLAS bf16 (cublasGemmEx)".into());
-        rec.peer_median_us = Some(peer_us);
-        rec.speedup_vs_peer = Some(peer_us / us);
-        records.push(rec);
+        for (entry, us) in timed {
+            let mut rec = ctx.record(what.clone(), entry, shape.clone(), us, bytes, flops);
+            rec.peer = Some("cuBLAS bf16 (cublasGemmEx)".into());
+            rec.peer_median_us = Some(peer_us);
+            rec.speedup_vs_peer = Some(peer_us / us);
+            records.push(rec);
+        }
     }
     // The exact (f32 activation) route's stream kernel at the same decode shapes.
     records.extend(super::linear_exact::bench(ctx, filter)?);

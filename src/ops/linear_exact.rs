@@ -58,71 +58,52 @@ pub struct ExactRoute {
     pub kernel: ExactKernel,
 }
 
-/// The stream kernel's default split for a column tile.
-pub fn stream_tile(tt: u32) -> StreamTile {
+/// The stream kernel's splits per column tile, the default first: the others are
+/// instantiated (both epilogues) and qualified too, so that the benchmark and the tuner can
+/// time them against it.
+pub fn stream_tiles(tt: u32) -> &'static [StreamTile] {
+    const fn st(rows: u32, warps: u32, unroll: u32) -> StreamTile {
+        StreamTile {
+            rows,
+            warps,
+            unroll,
+        }
+    }
+    const T1: [StreamTile; 3] = [st(4, 8, 2), st(4, 4, 2), st(8, 4, 1)];
+    const T2: [StreamTile; 2] = [st(4, 8, 1), st(4, 4, 1)];
+    const T4: [StreamTile; 2] = [st(4, 8, 1), st(2, 8, 1)];
+    const T8: [StreamTile; 2] = [st(4, 8, 1), st(2, 8, 1)];
     match tt {
-        1 => StreamTile {
-            rows: 4,
-            warps: 4,
-            unroll: 2,
-        },
-        2 => StreamTile {
-            rows: 4,
-            warps: 4,
-            unroll: 1,
-        },
-        _ => StreamTile {
-            rows: 2,
-            warps: 4,
-            unroll: 1,
-        },
+        1 => &T1,
+        2 => &T2,
+        4 => &T4,
+        _ => &T8,
     }
 }
 
-/// Other splits of the stream kernel, instantiated (plain epilogue) so that the benchmark
-/// and the tuner can time them against the default.
-pub const STREAM_CANDIDATES: [(u32, StreamTile); 5] = [
-    (
-        1,
-        StreamTile {
-            rows: 2,
-            warps: 4,
-            unroll: 4,
-        },
-    ),
-    (
-        1,
-        StreamTile {
-            rows: 4,
-            warps: 8,
-            unroll: 1,
-        },
-    ),
-    (
-        1,
-        StreamTile {
-            rows: 8,
-            warps: 2,
-            unroll: 1,
-        },
-    ),
-    (
-        1,
-        StreamTile {
-            rows: 4,
-            warps: 4,
-            unroll: 4,
-        },
-    ),
-    (
-        8,
-        StreamTile {
-            rows: 4,
-            warps: 4,
-            unroll: 1,
-        },
-    ),
-];
+/// The stream kernel's default split for a column tile.
+pub fn stream_tile(tt: u32) -> StreamTile {
+    stream_tiles(tt)[0]
+}
+
+/// Shared memory the stream kernel may take for its staged activations (no opt-in needed).
+pub const STREAM_SMEM: usize = 48 * 1024;
+/// Bytes of one staged chunk: 32 f32 activations and a 16-byte pad.
+const STAGED_CHUNK_BYTES: usize = 36 * 4;
+
+/// How the stream kernel cuts K into slabs for `tt` columns: (chunks per slab, shared
+/// bytes). Even slabs under [`STREAM_SMEM`], rounded up to whole lane rounds (32 chunks)
+/// when K takes several.
+pub fn stream_slab(tt: u32, k: usize) -> (usize, usize) {
+    let chunks = k / 32;
+    let max = (STREAM_SMEM / (tt as usize * STAGED_CHUNK_BYTES)).max(1);
+    let slabs = chunks.div_ceil(max).max(1);
+    let mut slab = chunks.div_ceil(slabs);
+    if slabs > 1 && slab.div_ceil(32) * 32 <= max {
+        slab = slab.div_ceil(32) * 32;
+    }
+    (slab, tt as usize * slab * STAGED_CHUNK_BYTES)
+}
 
 /// Whether the stream kernel takes this format: symmetric integers of at most 8 bits in
 /// groups of whole 32-weight chunks (so a chunk never straddles two scales).
@@ -225,8 +206,8 @@ fn all_routes() -> Vec<ExactRoute> {
     v
 }
 
-/// The stream kernel's default routes (both epilogues, every column tile) and its
-/// candidate splits, for every format it takes.
+/// The stream kernel's routes (every column tile, every split, both epilogues) for every
+/// format it takes.
 fn stream_routes() -> Vec<ExactRoute> {
     let mut v = Vec::new();
     for format in crate::formats::registry()
@@ -234,22 +215,16 @@ fn stream_routes() -> Vec<ExactRoute> {
         .filter(|f| stream_supports(f))
     {
         for tt in STREAM_TT {
-            for epilogue in [Epilogue::None, Epilogue::Residual] {
-                v.push(ExactRoute {
-                    format,
-                    tt,
-                    epilogue,
-                    kernel: ExactKernel::Stream(stream_tile(tt)),
-                });
+            for &tile in stream_tiles(tt) {
+                for epilogue in [Epilogue::None, Epilogue::Residual] {
+                    v.push(ExactRoute {
+                        format,
+                        tt,
+                        epilogue,
+                        kernel: ExactKernel::Stream(tile),
+                    });
+                }
             }
-        }
-        for (tt, tile) in STREAM_CANDIDATES {
-            v.push(ExactRoute {
-                format,
-                tt,
-                epilogue: Epilogue::None,
-                kernel: ExactKernel::Stream(tile),
-            });
         }
     }
     v
@@ -304,10 +279,15 @@ pub fn launch(
     let (stride_q, stride_s) = (w.layout.q_row_bytes as i64, w.layout.s_row_bytes as i64);
     let (ni, ki) = (n as i32, k as i32);
     let r0 = residual.unwrap_or(y);
+    let (slab, smem) = match route.kernel {
+        ExactKernel::Gemv => (0, 0),
+        ExactKernel::Stream(_) => stream_slab(route.tt, k),
+    };
+    let slab = slab as i32;
     let cfg = LaunchConfig {
         grid_dim: (n.div_ceil(route.rows_per_block()) as u32, 1, 1),
         block_dim: (route.threads(), 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: smem as u32,
     };
     let step = route.tt as usize;
     let mut col = 0;
@@ -331,8 +311,12 @@ pub fn launch(
             .arg(&cols)
             .arg(&ni)
             .arg(&ki);
-        // SAFETY: matches the signature of gemv.cu and gemv_stream.cu; the kernels guard
-        // rows past N and columns past `cols`; the caller sizes x, y and r to t rows.
+        if matches!(route.kernel, ExactKernel::Stream(_)) {
+            b.arg(&slab);
+        }
+        // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab
+        // argument (its shared memory sized by stream_slab); the kernels guard rows past N
+        // and columns past `cols`; the caller sizes x, y and r to t rows.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
         col += step;
@@ -482,18 +466,18 @@ pub fn qualify(
                 let tt = route.tt as usize;
                 cases.push((tt, 144, 64));
                 cases.push((2 * tt + 1, 1536, 576));
-                let ts: Vec<usize> = match tt {
-                    1 => vec![1],
-                    2 => vec![2],
-                    4 => vec![3, 4],
-                    _ => vec![5, 8],
+                let (lo, hi) = match tt {
+                    1 => (1, 1),
+                    2 => (2, 2),
+                    4 => (3, 4),
+                    _ => (5, 8),
                 };
-                // Cycle the real shapes over routes and T values (the head apart).
+                // K = 17408 takes several slabs at every tile; the other real shapes cycle
+                // over the routes (the head apart).
+                cases.push((hi, 5120, 17408));
                 let seed = route.format.name.len() + tt + route.epilogue as usize;
-                for (i, &t) in ts.iter().enumerate() {
-                    let (n, k) = STREAM_SHAPES[(seed + i) % (STREAM_SHAPES.len() - 1)];
-                    cases.push((t, n, k));
-                }
+                let (n, k) = STREAM_SHAPES[seed % (STREAM_SHAPES.len() - 1)];
+                cases.push((lo, n, k));
                 let is_default = route.kernel == ExactKernel::Stream(stream_tile(route.tt));
                 if route.format.name == "q4_g64"
                     && is_default
@@ -516,6 +500,13 @@ pub fn qualify(
     Ok(out)
 }
 
+/// One benchmarked weight: its format, `(N, K)`, and the routes timed at each T.
+type BenchCase = (
+    &'static Format,
+    (usize, usize),
+    Vec<(usize, Vec<ExactRoute>)>,
+);
+
 /// The stream kernel (and the generic one it replaces) at decode shapes, against the copy
 /// bandwidth and cuBLAS bf16 at the same shape, measured in the same run.
 pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
@@ -525,11 +516,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     let mut records = Vec::new();
     // (format, shape, [(T, routes)])
     let q4 = crate::formats::format("q4_g64").expect("registered");
-    let mut plan: Vec<(
-        &'static Format,
-        (usize, usize),
-        Vec<(usize, Vec<ExactRoute>)>,
-    )> = Vec::new();
+    let mut plan: Vec<BenchCase> = Vec::new();
     let default = |f: &'static Format, t: usize| ExactRoute::choose(f, t, Epilogue::None);
     let with = |f: &'static Format, tt: u32, tile: StreamTile| ExactRoute {
         format: f,
@@ -537,18 +524,22 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         epilogue: Epilogue::None,
         kernel: ExactKernel::Stream(tile),
     };
+    let tiles = |f: &'static Format, t: usize| -> Vec<ExactRoute> {
+        let tt = (t as u32).next_power_of_two();
+        stream_tiles(tt)
+            .iter()
+            .map(|&tile| with(f, tt, tile))
+            .collect()
+    };
     for (i, &shape) in STREAM_SHAPES.iter().enumerate() {
+        let big = [0usize, 1, 2, 6].contains(&i);
         let mut per_t = Vec::new();
         for t in [1usize, 2, 4, 8] {
-            let mut routes = vec![default(q4, t)];
-            let big = [0usize, 2, 6].contains(&i);
-            if big {
-                for (tt, tile) in STREAM_CANDIDATES {
-                    if tt as usize == t {
-                        routes.push(with(q4, tt, tile));
-                    }
-                }
-            }
+            let mut routes = if big {
+                tiles(q4, t)
+            } else {
+                vec![default(q4, t)]
+            };
             if i == 0 && t == 1 {
                 routes.push(ExactRoute {
                     format: q4,
@@ -564,10 +555,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     for name in ["q8_g32", "q6_g64"] {
         let f = crate::formats::format(name).expect("registered");
         for shape in [STREAM_SHAPES[0], STREAM_SHAPES[1]] {
-            let per_t = [1usize, 8]
-                .iter()
-                .map(|&t| (t, vec![default(f, t)]))
-                .collect();
+            let per_t = [1usize, 8].iter().map(|&t| (t, tiles(f, t))).collect();
             plan.push((f, shape, per_t));
         }
     }
@@ -672,6 +660,27 @@ mod tests {
             let r = ExactRoute::choose(f, 1, Epilogue::None);
             assert_eq!(r.kernel, ExactKernel::Gemv);
         }
+    }
+
+    #[test]
+    fn slabs_cover_k_within_the_shared_budget() {
+        for tt in STREAM_TT {
+            for k in [32usize, 64, 576, 1536, 5120, 14336, 17408, 32768] {
+                let (slab, smem) = stream_slab(tt, k);
+                assert!(smem <= STREAM_SMEM, "tt={tt} K={k}: {smem} bytes");
+                assert!(slab >= 1 && slab * 32 * tt as usize * 4 <= smem);
+                let chunks = k / 32;
+                assert!(
+                    slab <= chunks.max(1),
+                    "tt={tt} K={k}: slab {slab} > {chunks}"
+                );
+                if chunks * tt as usize * 144 <= STREAM_SMEM {
+                    assert_eq!(slab, chunks, "tt={tt} K={k} fits one slab");
+                }
+            }
+        }
+        // 17408 at one column: two slabs of whole lane rounds.
+        assert_eq!(stream_slab(1, 17408).0, 288);
     }
 
     #[test]

@@ -7,10 +7,17 @@
   Work split. A warp owns `rows` consecutive output rows; a block holds `warps` warps. A row
   is cut into chunks of 32 weights (32 * FMT_BITS / 8 bytes: 16 B for 4-bit, 24 B for 6-bit,
   32 B for 8-bit); lane l takes chunks l, l + 32, ... of all the warp's rows at once, so
-  its activations (read through L1, which the weight stream bypasses) serve `rows` rows.
-  Each iteration first issues the loads of `unroll` chunks of every row (16-byte vector
-  loads, L1::no_allocate) and their scales, then converts and multiplies: `unroll * rows`
-  chunk loads in flight per lane.
+  each activation it reads serves `rows` rows. Each iteration first issues the loads of
+  `unroll` chunks of every row (16-byte vector loads that bypass L1) and their scales,
+  then converts and multiplies: `unroll * rows` chunk loads in flight per lane.
+
+  Activations. K is cut into slabs of `slab` chunks (a kernel argument, sized by the host
+  to the shared memory it grants: tt * slab * 144 bytes). At the first iteration of a slab,
+  with that iteration's weight loads already in flight, the block stages the slab's
+  activations of every column in shared memory as f32, with a 16-byte pad after each chunk
+  so that the 32 lanes' 16-byte reads (one chunk each, 144 bytes apart) hit distinct banks.
+  (Read straight from global memory, each lane's 128 contiguous bytes per chunk made every
+  warp load touch 32 cache lines: the first version of this kernel was bound by that.)
 
   Conversion without the int-to-float unit: a code moved into the low mantissa bits of the
   float 2^23 (PRMT of a byte for 4- and 8-bit codes, funnel shift + LOP3 otherwise), its
@@ -38,6 +45,7 @@
 #error "gemv_stream needs groups of a multiple of 32 weights"
 #endif
 #define CHUNKS_PER_GROUP (FMT_GROUP / CN)
+#define XS_CHUNK (CN + 4)     // floats per staged chunk: 32 activations and a 16-byte pad
 
 {%- if act == "bf16" %}
 typedef bf16_t act_t;
@@ -154,12 +162,16 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                   const act_t* __restrict__ x,
                   const act_t* residual,
                   act_t* y,
-                  int T, int N, int K)
+                  int T, int N, int K, int slab)
 {
+    // Activations of one slab of `slab` chunks, every column, as f32: chunk c of column t at
+    // xs[t * slab * XS_CHUNK + c * XS_CHUNK]; the 4-float pad after each chunk spreads the
+    // lanes' 16-byte reads (one chunk per lane) over all banks.
+    extern __shared__ float4 xs_raw[];
+    float* xs = (float*)xs_raw;
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int row0 = (blockIdx.x * WARPS + warp) * ROWS;
-    if (row0 >= N) return;
+    const int row0 = (blockIdx.x * WARPS + warp) * ROWS;  // rows past N: clamped, not stored
     const int chunks = K / CN;
 
     const u8* qr[ROWS];
@@ -177,54 +189,83 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
 
-    for (int c0 = lane; c0 < chunks; c0 += 32 * UNROLL) {
-        // Phase 1: every load of this iteration (chunks past the end re-read the last one).
-        u32 raw[UNROLL][ROWS][CW];
-        float sc[UNROLL][ROWS];
+    const int col_stride = slab * XS_CHUNK;
+    for (int cs = 0; cs < chunks; cs += slab) {
+        const int ce = min(cs + slab, chunks);
+        // Block-uniform: every warp walks the same bases, so the barriers below are safe.
+        for (int base = cs; base < ce; base += 32 * UNROLL) {
+            // Phase 1: every weight load of this iteration (chunks past the slab re-read its
+            // last one and are not used).
+            u32 raw[UNROLL][ROWS][CW];
+            float sc[UNROLL][ROWS];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = min(c0 + 32 * u, chunks - 1);
+            for (int u = 0; u < UNROLL; ++u) {
+                const int c = min(base + 32 * u + lane, ce - 1);
 #pragma unroll
-            for (int r = 0; r < ROWS; ++r) {
-                load_chunk(qr[r] + (long long)c * (CW * 4), raw[u][r]);
-                sc[u][r] = ld_stream_scale(sr[r] + 2 * (c / CHUNKS_PER_GROUP));
+                for (int r = 0; r < ROWS; ++r) {
+                    load_chunk(qr[r] + (long long)c * (CW * 4), raw[u][r]);
+                    sc[u][r] = ld_stream_scale(sr[r] + 2 * (c / CHUNKS_PER_GROUP));
+                }
             }
-        }
-        // Phase 2: convert and multiply, 8 weights at a time.
+            if (base == cs) {
+                // Stage the slab's activations while the first weights are in flight.
+                __syncthreads();  // the previous slab's readers are done
+                const int n8 = (ce - cs) * (CN / 8);
+                for (int i = threadIdx.x; i < T * n8; i += WARPS * 32) {
+                    const int t = i / n8;
+                    const int e = i - t * n8;  // 8-float unit within the slab
+                    float v[8];
+                    load_x8(x + (long long)t * K + (long long)cs * CN + 8 * e, v);
+                    float4* d = (float4*)(xs + t * col_stride + (e >> 2) * XS_CHUNK + 8 * (e & 3));
+                    float4 a, b;
+                    a.x = v[0]; a.y = v[1]; a.z = v[2]; a.w = v[3];
+                    b.x = v[4]; b.y = v[5]; b.z = v[6]; b.w = v[7];
+                    d[0] = a;
+                    d[1] = b;
+                }
+                __syncthreads();
+            }
+            // Phase 2: convert and multiply, 8 weights at a time.
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = c0 + 32 * u;
-            if (c < chunks) {
-                float part[ROWS][TT];
+            for (int u = 0; u < UNROLL; ++u) {
+                const int c = base + 32 * u + lane;
+                if (c < ce) {
+                    const float* xc = xs + (c - cs) * XS_CHUNK;
+                    float part[ROWS][TT];
 #pragma unroll
-                for (int r = 0; r < ROWS; ++r)
+                    for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-                    for (int t = 0; t < TT; ++t) part[r][t] = 0.0f;
+                        for (int t = 0; t < TT; ++t) part[r][t] = 0.0f;
 #pragma unroll
-                for (int sb = 0; sb < CN / 8; ++sb) {
-                    float xv[TT][8];
+                    for (int sb = 0; sb < CN / 8; ++sb) {
+                        float xv[TT][8];
 #pragma unroll
-                    for (int t = 0; t < TT; ++t) {
-                        if (t < T) load_x8(x + (long long)t * K + c * CN + 8 * sb, xv[t]);
-                        else {
+                        for (int t = 0; t < TT; ++t) {
+                            if (t < T) {
+                                const float4 a = *(const float4*)(xc + t * col_stride + 8 * sb);
+                                const float4 b = *(const float4*)(xc + t * col_stride + 8 * sb + 4);
+                                xv[t][0] = a.x; xv[t][1] = a.y; xv[t][2] = a.z; xv[t][3] = a.w;
+                                xv[t][4] = b.x; xv[t][5] = b.y; xv[t][6] = b.z; xv[t][7] = b.w;
+                            } else {
 #pragma unroll
-                            for (int i = 0; i < 8; ++i) xv[t][i] = 0.0f;
+                                for (int i = 0; i < 8; ++i) xv[t][i] = 0.0f;
+                            }
+                        }
+#pragma unroll
+                        for (int r = 0; r < ROWS; ++r) {
+                            float wv[8];
+                            chunk_weights8(raw[u][r], sb, wv);
+#pragma unroll
+                            for (int t = 0; t < TT; ++t)
+#pragma unroll
+                                for (int i = 0; i < 8; ++i) part[r][t] = fmaf(wv[i], xv[t][i], part[r][t]);
                         }
                     }
 #pragma unroll
-                    for (int r = 0; r < ROWS; ++r) {
-                        float wv[8];
-                        chunk_weights8(raw[u][r], sb, wv);
+                    for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-                        for (int t = 0; t < TT; ++t)
-#pragma unroll
-                            for (int i = 0; i < 8; ++i) part[r][t] = fmaf(wv[i], xv[t][i], part[r][t]);
-                    }
+                        for (int t = 0; t < TT; ++t) acc[r][t] = fmaf(part[r][t], sc[u][r], acc[r][t]);
                 }
-#pragma unroll
-                for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-                    for (int t = 0; t < TT; ++t) acc[r][t] = fmaf(part[r][t], sc[u][r], acc[r][t]);
             }
         }
     }
