@@ -135,6 +135,26 @@ pub trait Backend: Clone + Send + Sync {
         k: &Self::Act,
         v: &Self::Act,
     ) -> Self::Act;
+    /// RoPE on `q` and `k` (heads of `head_dim`) at the cache's position, then
+    /// [`Backend::attention`]: what every attention layer does. The default is those three
+    /// calls; a backend may fuse the rotation with the KV append.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_attention(
+        &self,
+        cache: &mut Self::KvCache,
+        layer: usize,
+        q: &mut Self::Act,
+        k: &mut Self::Act,
+        v: &Self::Act,
+        head_dim: usize,
+        rope: &Rope,
+    ) -> Self::Act {
+        let pos0 = self.kv_len(cache);
+        let (nh, nkv) = (self.cols(q) / head_dim, self.cols(k) / head_dim);
+        self.rope(q, nh, head_dim, pos0, rope);
+        self.rope(k, nkv, head_dim, pos0, rope);
+        self.attention(cache, layer, q, k, v)
+    }
     /// Marks `n` more tokens as held by the cache.
     fn kv_advance(&self, cache: &mut Self::KvCache, n: usize);
     /// Splits each row, viewed as `[n_heads, first + second]`, into `[n_heads*first]` and

@@ -127,11 +127,32 @@ struct StepGraph {
     captured: Option<CapturedStep>,
 }
 
-/// An f32 activation matrix on the device.
+/// An f32 activation matrix on the device: its own buffer, or a view into another's (the
+/// columns of a one-row matrix are contiguous, so `slice_cols` of a decode step's row is
+/// free; writing through a view writes the matrix it came from).
 pub struct CudaAct {
     rows: usize,
     cols: usize,
-    buf: AnyBuffer,
+    buf: Arc<AnyBuffer>,
+    /// Elements of `buf` before this matrix's first.
+    offset: usize,
+}
+
+impl CudaAct {
+    fn new(rows: usize, cols: usize, buf: AnyBuffer) -> Self {
+        CudaAct {
+            rows,
+            cols,
+            buf: Arc::new(buf),
+            offset: 0,
+        }
+    }
+
+    /// The buffer of a matrix just made (never a view), for launches that take one.
+    fn own_buf(&mut self) -> &mut AnyBuffer {
+        assert_eq!(self.offset, 0, "a view has no buffer of its own");
+        Arc::get_mut(&mut self.buf).expect("a fresh activation is not shared")
+    }
 }
 
 /// One sequence's KV cache: per layer, K and V of `capacity` positions.
@@ -197,7 +218,7 @@ impl CudaBackend {
     }
 
     fn ptr(&self, x: &CudaAct) -> u64 {
-        x.buf.device_ptr(&self.gpu)
+        x.buf.device_ptr(&self.gpu) + (x.offset * 4) as u64
     }
 
     fn slice_ptr<T>(&self, s: &CudaSlice<T>) -> u64 {
@@ -214,11 +235,7 @@ impl CudaBackend {
             unsafe { self.gpu.stream().alloc::<f32>((rows * cols).max(1)) }
                 .map_err(|e| GpuError::driver("allocating device memory", e)),
         );
-        CudaAct {
-            rows,
-            cols,
-            buf: AnyBuffer::F32(buf),
-        }
+        CudaAct::new(rows, cols, AnyBuffer::F32(buf))
     }
 
     /// A new `[rows, cols]` activation of zeros.
@@ -227,11 +244,7 @@ impl CudaBackend {
             "allocating",
             self.gpu.alloc_zeros::<f32>((rows * cols).max(1)),
         );
-        CudaAct {
-            rows,
-            cols,
-            buf: AnyBuffer::F32(buf),
-        }
+        CudaAct::new(rows, cols, AnyBuffer::F32(buf))
     }
 
     fn upload_i32(&self, v: &[usize]) -> CudaSlice<i32> {
@@ -361,6 +374,55 @@ impl CudaBackend {
         y
     }
 
+    /// Room for `t` more rows in the cache, and the position they take (on the device
+    /// while a step is captured). Marks the cache warmed by a single-token step run op by op.
+    fn attention_pos(&self, cache: &mut CudaKvCache, t: usize) -> Pos {
+        let pos0 = cache.len;
+        self.kv_reserve(cache, pos0 + t);
+        let pos = self.pos(pos0);
+        if t == 1 && matches!(pos, Pos::Host(_)) {
+            cache.step.warmed = true;
+        }
+        pos
+    }
+
+    fn kv_ptrs(&self, cache: &CudaKvCache, layer: usize) -> (u64, u64) {
+        (
+            self.slice_ptr(&cache.k[layer]),
+            self.slice_ptr(&cache.v[layer]),
+        )
+    }
+
+    /// Attention of `q` against the cache of `layer`, whose rows up to `pos + t` are in.
+    fn attend(&self, cache: &mut CudaKvCache, layer: usize, q: &CudaAct, pos: Pos) -> CudaAct {
+        let shape = cache.shape;
+        assert_eq!(q.cols, shape.n_heads * shape.head_dim, "attention: q width");
+        let t = q.rows;
+        let dims = Self::attn_dims(shape);
+        let (kc, vc) = self.kv_ptrs(cache, layer);
+        let out = self.alloc(t, q.cols);
+        let route = AttnRoute::choose(self.opts.kv, dims, t);
+        let ws = cache.ws.as_mut().expect("made by kv_reserve");
+        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        ok(
+            "attention",
+            attention::launch_attention(
+                &self.gpu,
+                &route,
+                ws,
+                self.ptr(q),
+                kc,
+                vc,
+                self.ptr(&out),
+                t,
+                pos,
+                dims,
+                scale,
+            ),
+        );
+        out
+    }
+
     fn attn_dims(shape: AttnShape) -> AttnDims {
         AttnDims {
             n_heads: shape.n_heads,
@@ -459,14 +521,14 @@ impl Backend for CudaBackend {
             data.len(),
             "activation data does not match its shape"
         );
-        CudaAct {
+        CudaAct::new(
             rows,
             cols,
-            buf: ok(
+            ok(
                 "uploading an activation",
                 AnyBuffer::upload(&self.gpu, DType::F32, &data),
             ),
-        }
+        )
     }
 
     fn new_kv_cache(&self, layers: usize, shape: AttnShape) -> CudaKvCache {
@@ -532,9 +594,8 @@ impl Backend for CudaBackend {
             c.out_len = Some(n);
             return Vec::new();
         }
-        let mut v = ok("downloading", x.buf.download(&self.gpu));
-        v.truncate(x.rows * x.cols);
-        v
+        let v = ok("downloading", x.buf.download(&self.gpu));
+        v[x.offset..x.offset + x.rows * x.cols].to_vec()
     }
 
     fn rows(&self, x: &CudaAct) -> usize {
@@ -547,13 +608,26 @@ impl Backend for CudaBackend {
 
     fn slice_rows(&self, x: &CudaAct, start: usize, n: usize) -> CudaAct {
         assert!(start + n <= x.rows, "row slice out of range");
-        let y = self.alloc(n, x.cols);
-        self.copy_block(x, start, 0, &y, 0, 0, n, x.cols);
-        y
+        // Rows are contiguous: a view.
+        CudaAct {
+            rows: n,
+            cols: x.cols,
+            buf: x.buf.clone(),
+            offset: x.offset + start * x.cols,
+        }
     }
 
     fn slice_cols(&self, x: &CudaAct, start: usize, n: usize) -> CudaAct {
         assert!(start + n <= x.cols, "column slice out of range");
+        if x.rows == 1 {
+            // One row: the columns are contiguous, so a view needs no copy.
+            return CudaAct {
+                rows: 1,
+                cols: n,
+                buf: x.buf.clone(),
+                offset: x.offset + start,
+            };
+        }
         let y = self.alloc(x.rows, n);
         self.copy_block(x, 0, start, &y, 0, 0, x.rows, n);
         y
@@ -576,7 +650,7 @@ impl Backend for CudaBackend {
             assert_eq!(ids.len(), 1, "a captured step takes one token");
             ok(
                 "embedding",
-                embedding::launch_at(&self.gpu, &route, table, c.io, 1, &mut y.buf),
+                embedding::launch_at(&self.gpu, &route, table, c.io, 1, y.own_buf()),
             );
             return y;
         }
@@ -584,7 +658,7 @@ impl Backend for CudaBackend {
         let dev_ids = ok("uploading token ids", self.gpu.upload(&ids_i32));
         ok(
             "embedding",
-            embedding::launch(&self.gpu, &route, table, &dev_ids, ids.len(), &mut y.buf),
+            embedding::launch(&self.gpu, &route, table, &dev_ids, ids.len(), y.own_buf()),
         );
         y
     }
@@ -596,7 +670,7 @@ impl Backend for CudaBackend {
             "norm width does not divide the row"
         );
         let route = RmsNormRoute::choose(conv, DType::F32, DType::F32, width);
-        let mut y = self.alloc(x.rows, x.cols);
+        let y = self.alloc(x.rows, x.cols);
         let shape = NormShape {
             rows: x.rows * x.cols / width,
             width,
@@ -604,7 +678,7 @@ impl Backend for CudaBackend {
         };
         ok(
             "rmsnorm",
-            rmsnorm::launch(&self.gpu, &route, &x.buf, w, &mut y.buf, shape),
+            rmsnorm::launch_at(&self.gpu, &route, self.ptr(x), w, self.ptr(&y), shape),
         );
         y
     }
@@ -718,19 +792,9 @@ impl Backend for CudaBackend {
     ) -> CudaAct {
         let shape = cache.shape;
         let kvw = shape.n_kv_heads * shape.head_dim;
-        assert_eq!(q.cols, shape.n_heads * shape.head_dim, "attention: q width");
         assert_eq!((k.cols, v.cols), (kvw, kvw), "attention: k/v width");
-        let (t, pos0) = (q.rows, cache.len);
-        self.kv_reserve(cache, pos0 + t);
-        let pos = self.pos(pos0);
-        if t == 1 && matches!(pos, Pos::Host(_)) {
-            cache.step.warmed = true;
-        }
-        let dims = Self::attn_dims(shape);
-        let (kc, vc) = (
-            self.slice_ptr(&cache.k[layer]),
-            self.slice_ptr(&cache.v[layer]),
-        );
+        let pos = self.attention_pos(cache, q.rows);
+        let (kc, vc) = self.kv_ptrs(cache, layer);
         ok(
             "kv append",
             attention::launch_kv_append(
@@ -741,31 +805,49 @@ impl Backend for CudaBackend {
                 kc,
                 vc,
                 pos,
-                t,
+                q.rows,
                 kvw,
             ),
         );
-        let out = self.alloc(t, q.cols);
-        let route = AttnRoute::choose(self.opts.kv, dims, t);
-        let ws = cache.ws.as_mut().expect("made by kv_reserve");
-        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        self.attend(cache, layer, q, pos)
+    }
+
+    fn rope_attention(
+        &self,
+        cache: &mut CudaKvCache,
+        layer: usize,
+        q: &mut CudaAct,
+        k: &mut CudaAct,
+        v: &CudaAct,
+        head_dim: usize,
+        rope: &Rope,
+    ) -> CudaAct {
+        let shape = cache.shape;
+        assert_eq!(head_dim, shape.head_dim, "rope_attention: head_dim");
+        let kvw = shape.n_kv_heads * shape.head_dim;
+        assert_eq!((k.cols, v.cols), (kvw, kvw), "attention: k/v width");
+        assert_eq!(q.cols, shape.n_heads * head_dim, "attention: q width");
+        let pos = self.attention_pos(cache, q.rows);
+        let (kc, vc) = self.kv_ptrs(cache, layer);
+        // One launch rotates q, rotates k into the cache and stores v (k stays unrotated,
+        // which nothing reads again).
         ok(
-            "attention",
-            attention::launch_attention(
+            "rope + kv append",
+            rope::launch_rope_append(
                 &self.gpu,
-                &route,
-                ws,
                 self.ptr(q),
-                kc,
-                vc,
-                self.ptr(&out),
-                t,
+                q.rows,
+                shape.n_heads,
+                head_dim,
                 pos,
-                dims,
-                scale,
+                rope,
+                (self.ptr(k), self.ptr(v)),
+                (kc, vc),
+                shape.n_kv_heads,
+                self.opts.kv,
             ),
         );
-        out
+        self.attend(cache, layer, q, pos)
     }
 
     fn kv_advance(&self, cache: &mut CudaKvCache, n: usize) {

@@ -155,7 +155,7 @@ pub fn launch(
     y: &mut AnyBuffer,
     shape: NormShape,
 ) -> Result<(), GpuError> {
-    let NormShape { rows, width, eps } = shape;
+    let NormShape { rows, width, .. } = shape;
     assert_eq!(
         x.dtype(),
         route.input,
@@ -166,7 +166,22 @@ pub fn launch(
         route.output,
         "output type differs from the route's"
     );
-    assert!(x.len() >= rows * width && y.len() >= rows * width && w.len() >= width);
+    assert!(x.len() >= rows * width && y.len() >= rows * width);
+    launch_at(gpu, route, x.device_ptr(gpu), w, y.device_ptr(gpu), shape)
+}
+
+/// As [`launch`] with `x` and `y` at device addresses (each `rows * width` elements of the
+/// route's types), e.g. a view into a larger buffer.
+pub fn launch_at(
+    gpu: &Gpu,
+    route: &RmsNormRoute,
+    xp: u64,
+    w: &CudaSlice<f32>,
+    yp: u64,
+    shape: NormShape,
+) -> Result<(), GpuError> {
+    let NormShape { rows, width, eps } = shape;
+    assert!(w.len() >= width);
     if rows == 0 {
         return Ok(());
     }
@@ -176,7 +191,6 @@ pub fn launch(
         block_dim: (route.block, 1, 1),
         shared_mem_bytes: 0,
     };
-    let (xp, yp) = (x.device_ptr(gpu), y.device_ptr(gpu));
     let width_i = width as i32;
     let mut b = gpu.stream().launch_builder(&f);
     b.arg(&xp).arg(w).arg(&yp).arg(&width_i).arg(&eps);

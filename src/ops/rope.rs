@@ -11,6 +11,7 @@ use rand_distr::StandardNormal;
 use crate::engine::backend::{Rope, RopeStyle};
 use crate::gpu::{Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
+use crate::ops::attention::{launch_kv_append, KvType};
 use crate::ops::gdn::dptr;
 use crate::ops::Pos;
 use crate::qualify::{rel_l2, Outcome, ALLOW_F32};
@@ -29,15 +30,35 @@ fn style_name(style: RopeStyle) -> &'static str {
 
 pub fn spec(style: RopeStyle) -> KernelSpec {
     let name = style_name(style);
-    KernelSpec::new("rope", "rope/rope.cu", format!("rope_{name}")).param("style", name)
+    KernelSpec::new("rope", "rope/rope.cu", format!("rope_{name}"))
+        .param("style", name)
+        .param("append", false)
+        .param("kv_type", "float")
+}
+
+/// The rotation of q and k fused with the KV append (see [`launch_rope_append`]).
+pub fn append_spec(style: RopeStyle, kv: KvType) -> KernelSpec {
+    let name = style_name(style);
+    KernelSpec::new(
+        "rope",
+        "rope/rope.cu",
+        format!("rope_append_{name}_{}", kv.short()),
+    )
+    .param("style", name)
+    .param("append", true)
+    .param("kv_type", kv.cuda_type())
 }
 
 /// Every registered instantiation of the family.
 pub fn instantiations() -> Vec<KernelSpec> {
-    [RopeStyle::Neox, RopeStyle::Interleaved]
-        .into_iter()
-        .map(spec)
-        .collect()
+    let mut v = Vec::new();
+    for style in [RopeStyle::Neox, RopeStyle::Interleaved] {
+        v.push(spec(style));
+        for kv in KvType::ALL {
+            v.push(append_spec(style, kv));
+        }
+    }
+    v
 }
 
 /// Rotates each head of each row of `x` (`[t, n_heads*head_dim]` f32, device address) in
@@ -87,6 +108,69 @@ pub fn launch_rope(
         .arg(&pos_dev)
         .arg(&theta);
     // SAFETY: matches rope/rope.cu; the caller sizes x to t * n_heads * head_dim.
+    unsafe { b.launch(cfg) }
+        .map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))?;
+    Ok(())
+}
+
+/// The rotation of an attention layer's block fused with its KV append: rotates `q`
+/// (`[t, n_heads*head_dim]`) in place, rotates `k` (`[t, n_kv*head_dim]`, left as it was)
+/// and stores it at cache rows `pos .. pos + t` of `k_cache`, and stores `v` there in
+/// `v_cache` (caches of `kv` elements). The same bits as [`launch_rope`] on q and k followed
+/// by [`crate::ops::attention::launch_kv_append`].
+#[allow(clippy::too_many_arguments)]
+pub fn launch_rope_append(
+    gpu: &Gpu,
+    q: u64,
+    t: usize,
+    n_heads: usize,
+    head_dim: usize,
+    pos: Pos,
+    rope: &Rope,
+    kv_in: (u64, u64),
+    cache: (u64, u64),
+    n_kv: usize,
+    kv: KvType,
+) -> Result<(), GpuError> {
+    let rd = rope.rotary_dim;
+    assert!(
+        rd <= head_dim && rd.is_multiple_of(2) && rd / 2 <= MAX_HALF,
+        "rope: bad rotary_dim {rd} for head_dim {head_dim}"
+    );
+    assert!(
+        pos.max_keys(t) * n_kv * head_dim < i32::MAX as usize
+            && n_heads * head_dim <= i32::MAX as usize,
+        "rope append: sizes exceed the kernel's int arguments"
+    );
+    if t == 0 {
+        return Ok(());
+    }
+    let spec = append_spec(rope.style, kv);
+    let f = gpu.function(&spec)?;
+    let cfg = LaunchConfig {
+        grid_dim: (u32::try_from(t).expect("rows fit a grid"), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (nh, hd, rdi, nkv) = (n_heads as i32, head_dim as i32, rd as i32, n_kv as i32);
+    let (pos0, pos_dev) = pos.kernel_args();
+    let pos0 = pos0 as i64;
+    let theta = rope.theta;
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(&q)
+        .arg(&nh)
+        .arg(&hd)
+        .arg(&rdi)
+        .arg(&pos0)
+        .arg(&pos_dev)
+        .arg(&theta)
+        .arg(&kv_in.0)
+        .arg(&kv_in.1)
+        .arg(&cache.0)
+        .arg(&cache.1)
+        .arg(&nkv);
+    // SAFETY: matches rope/rope.cu with append; q holds t rows of n_heads heads, k and v t
+    // rows of n_kv heads, the caches rows up to pos + t.
     unsafe { b.launch(cfg) }
         .map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))?;
     Ok(())
@@ -208,6 +292,99 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
                             pass: rel <= 1e-6,
                         });
                     }
+                }
+            }
+        }
+    }
+    outcomes.extend(qualify_append(gpu, rng)?);
+    Ok(outcomes)
+}
+
+/// [`launch_rope_append`] against the three launches it replaces, bit for bit (q and both
+/// caches), at host and device positions, for both styles and cache types.
+fn qualify_append(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    let mut outcomes = Vec::new();
+    let normals = |rng: &mut dyn rand::RngCore, n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| rng.sample::<f32, _>(StandardNormal))
+            .collect()
+    };
+    for style in [RopeStyle::Neox, RopeStyle::Interleaved] {
+        for kv in KvType::ALL {
+            // (t, pos0, n_heads, n_kv, head_dim, rotary_dim, theta)
+            for (t, pos0, nh, nkv, hd, rd, theta) in [
+                (1, 0, 9, 3, 64, 64, 10_000.0),
+                (1, 4093, 24, 4, 256, 64, 10_000_000.0),
+                (7, 300, 16, 8, 128, 128, 1_000_000.0),
+            ] {
+                let rope = Rope {
+                    style,
+                    theta,
+                    rotary_dim: rd,
+                };
+                let kvw = nkv * hd;
+                let cap = pos0 + t + 2;
+                let q = normals(rng, t * nh * hd);
+                let k = normals(rng, t * kvw);
+                let v = normals(rng, t * kvw);
+                let cache0 = normals(rng, cap * kvw);
+                let up_cache = |gpu: &Gpu| crate::gpu::AnyBuffer::upload(gpu, kv.dtype(), &cache0);
+                // The reference: three launches.
+                let (q1, k1, v1) = (gpu.upload(&q)?, gpu.upload(&k)?, gpu.upload(&v)?);
+                let (kc1, vc1) = (up_cache(gpu)?, up_cache(gpu)?);
+                launch_rope(gpu, dptr(gpu, &q1), t, nh, hd, Pos::Host(pos0), &rope)?;
+                launch_rope(gpu, dptr(gpu, &k1), t, nkv, hd, Pos::Host(pos0), &rope)?;
+                launch_kv_append(
+                    gpu,
+                    kv,
+                    dptr(gpu, &k1),
+                    dptr(gpu, &v1),
+                    kc1.device_ptr(gpu),
+                    vc1.device_ptr(gpu),
+                    Pos::Host(pos0),
+                    t,
+                    kvw,
+                )?;
+                let want_q = gpu.download(&q1)?;
+                let (want_k, want_v) = (kc1.download(gpu)?, vc1.download(gpu)?);
+                for device_pos in [false, true] {
+                    let (q2, k2, v2) = (gpu.upload(&q)?, gpu.upload(&k)?, gpu.upload(&v)?);
+                    let (kc2, vc2) = (up_cache(gpu)?, up_cache(gpu)?);
+                    let pos_buf = gpu.upload(&[pos0 as i32])?;
+                    let pos = if device_pos {
+                        Pos::Device {
+                            ptr: dptr(gpu, &pos_buf),
+                            max_keys: cap,
+                        }
+                    } else {
+                        Pos::Host(pos0)
+                    };
+                    launch_rope_append(
+                        gpu,
+                        dptr(gpu, &q2),
+                        t,
+                        nh,
+                        hd,
+                        pos,
+                        &rope,
+                        (dptr(gpu, &k2), dptr(gpu, &v2)),
+                        (kc2.device_ptr(gpu), vc2.device_ptr(gpu)),
+                        nkv,
+                        kv,
+                    )?;
+                    let same = gpu.download(&q2)? == want_q
+                        && kc2.download(gpu)? == want_k
+                        && vc2.download(gpu)? == want_v;
+                    let where_ = if device_pos { "device" } else { "host" };
+                    outcomes.push(Outcome {
+                        route: append_spec(style, kv).entry,
+                        shape: format!(
+                            "t={t} pos0={pos0} ({where_}) heads={nh}/{nkv} head_dim={hd} rotary={rd} (= rope, rope, kv append; bit-exact)"
+                        ),
+                        rel_l2: if same { 0.0 } else { f64::INFINITY },
+                        allowance: 0.0,
+                        pass: same,
+                    });
                 }
             }
         }

@@ -9,6 +9,12 @@
   dominates), its cos and sin are evaluated in f64 and rounded to f32 (correctly rounded
   like the host's cosf/sinf), and the rotation is x0*c - x1*s, x1*c + x0*s without fusion.
   The block first fills a table of cos/sin for the row, then rotates every head with it.
+
+  With `append` set (kv_type "float" | "bf16_t") the kernel also does an attention layer's
+  KV append: each row of k is rotated the same way and stored, with the row of v, at cache
+  row pos0 + r (converted as the cache stores them), so that a decode step rotates q and k
+  and appends k and v in one launch. The arithmetic is the plain kernel's, so q and the
+  cache get the same bits as the three separate launches.
 #}
 {% include "common/types.cuh" %}
 
@@ -21,7 +27,14 @@ extern "C" __global__ void __launch_bounds__(256)
                   int rotary_dim,
                   long long pos0,
                   const int* __restrict__ pos_dev,  // if set, *pos_dev is added to pos0 (graph replays)
-                  double theta)
+                  double theta
+{%- if append %},
+                  const float* __restrict__ k,      // [t, n_kv * head_dim]
+                  const float* __restrict__ v,      // [t, n_kv * head_dim]
+                  {{ kv_type }}* __restrict__ kc,   // [capacity, n_kv * head_dim]
+                  {{ kv_type }}* __restrict__ vc,
+                  int n_kv
+{%- endif %})
 {
     if (pos_dev) pos0 += *pos_dev;
     __shared__ float cs[ROPE_MAX_HALF];
@@ -55,4 +68,34 @@ extern "C" __global__ void __launch_bounds__(256)
         *a = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
         *b = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
     }
+
+{%- if append %}
+    // k: rotated like q, straight into the cache; v: copied.
+    const int kvw = n_kv * head_dim;
+    const float* kr = k + (long long)blockIdx.x * kvw;
+    const float* vr = v + (long long)blockIdx.x * kvw;
+    const long long dst = (pos0 + blockIdx.x) * (long long)kvw;
+    for (int e = threadIdx.x; e < kvw; e += 256) {
+        const int h = e / head_dim;
+        const int d = e - h * head_dim;
+        const float* kh = kr + h * head_dim;
+        float out = kh[d];
+        if (d < rotary_dim) {
+{%- if style == "neox" %}
+            const bool first = d < half;
+            const int j = first ? d : d - half;
+            const float x0 = kh[j], x1 = kh[j + half];
+{%- else %}
+            const bool first = (d & 1) == 0;
+            const int j = d >> 1;
+            const float x0 = kh[2 * j], x1 = kh[2 * j + 1];
+{%- endif %}
+            const float c = cs[j], s = sn[j];
+            out = first ? __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s))
+                        : __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
+        }
+        store_from_f32(kc, dst + e, out);
+        store_from_f32(vc, dst + e, vr[e]);
+    }
+{%- endif %}
 }
