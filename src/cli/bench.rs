@@ -84,6 +84,10 @@ fn kernels(args: &KernelBenchArgs) -> Result<(), CliError> {
     };
     let mut records: Vec<BenchRecord> = Vec::new();
     records.extend(crate::ops::linear::bench(&ctx, args.filter.as_deref())?);
+    records.extend(crate::ops::linear_sgemm::bench(
+        &ctx,
+        args.filter.as_deref(),
+    )?);
     records.extend(crate::ops::attention::bench(&ctx, args.filter.as_deref())?);
     if let Some(f) = &args.filter {
         records.retain(|r| r.what.contains(f.as_str()) || r.route.contains(f.as_str()));

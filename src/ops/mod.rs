@@ -7,6 +7,7 @@ pub mod embedding;
 pub mod gdn;
 pub mod linear;
 pub mod linear_exact;
+pub mod linear_sgemm;
 pub mod mma_probe;
 pub mod rmsnorm;
 pub mod rope;
