@@ -70,6 +70,16 @@ pub fn has_lane_pairs(format: &Format) -> bool {
     format.kind == crate::formats::FormatKind::SymInt
 }
 
+/// The split of the stream kernel with bf16 activations (`linear_stream`) per column tile:
+/// the ones qualified and timed on the H200 (bench/kernels/README.md, v4).
+pub fn stream_bf16_tile(tt: u32) -> super::linear_exact::StreamTile {
+    super::linear_exact::StreamTile {
+        rows: 4,
+        warps: 8,
+        unroll: if tt == 1 { 2 } else { 1 },
+    }
+}
+
 /// The gemv column tiles that are instantiated.
 pub const GEMV_TT: [u32; 4] = [1, 2, 4, 8];
 /// The tensor-core tiles that are instantiated: small T (decode with several lanes) and prefill.
@@ -133,7 +143,21 @@ impl LinearRoute {
 
     /// The built-in heuristic (the autotuner's default).
     pub fn choose(format: &'static Format, t: usize, epilogue: Epilogue) -> LinearRoute {
-        let tile = if t <= 32 && has_lane_pairs(format) {
+        // The stream kernel at T = 1 for the sym_int formats that mmv decodes through the
+        // generic integer path (widths other than 4 and 8 bits): q6_g64 measured 50 us
+        // against mmv's 121 us at 17408x5120 on the H200 (v4). At 4 and 8 bits, and at
+        // T > 1, mmv is as fast or faster.
+        let slow_mmv = format.bits != 4 && format.bits != 8;
+        let tile = if t <= 1
+            && slow_mmv
+            && epilogue != Epilogue::Swiglu
+            && super::linear_exact::stream_supports(format)
+        {
+            LinearTile::Stream {
+                tt: 1,
+                tile: stream_bf16_tile(1),
+            }
+        } else if t <= 32 && has_lane_pairs(format) {
             let nt = (t.max(1).div_ceil(8) as u32).next_power_of_two();
             let (kw, unroll) = MMV_SPLITS[0];
             LinearTile::Mmv { nt, kw, unroll }
@@ -195,7 +219,7 @@ impl LinearRoute {
                         format,
                         tile: LinearTile::Stream {
                             tt,
-                            tile: super::linear_exact::stream_tile(tt),
+                            tile: stream_bf16_tile(tt),
                         },
                         epilogue,
                     });
@@ -581,14 +605,17 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         let mut routes = vec![route];
         if t <= 8 && super::linear_exact::stream_supports(fmt) {
             let tt = (t as u32).next_power_of_two();
-            routes.push(LinearRoute {
+            let stream = LinearRoute {
                 format: fmt,
                 tile: LinearTile::Stream {
                     tt,
-                    tile: super::linear_exact::stream_tile(tt),
+                    tile: stream_bf16_tile(tt),
                 },
                 epilogue: Epilogue::None,
-            });
+            };
+            if stream != routes[0] {
+                routes.push(stream);
+            }
         }
         let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
         let sets = rotation_sets(gpu, layout.total_bytes);
