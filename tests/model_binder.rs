@@ -118,7 +118,7 @@ fn smollm2_every_vocab_combination_materializes_its_plan() {
     let (n, k) = (c.vocab_size, c.hidden_size);
     assert_eq!((n, k), (49152, 576));
 
-    let q8 = q8_from_q8_0(emb.data, n, k);
+    let q8 = q8_from_q8_0(&emb.data, n, k);
     let want_q4 = transcode_q8_g32(&q8, n, k, formats::format("q4_g64").unwrap()).unwrap();
     let want_q6 = transcode_q8_g32(&q8, n, k, formats::format("q6_g64").unwrap()).unwrap();
     let want = |q: Option<VocabQuant>| match q {
@@ -187,7 +187,7 @@ fn smollm2_every_vocab_combination_materializes_its_plan() {
         if opts == PrecisionOptions::default() {
             // The bit-exact paths: Q8_0 -> q8_g32 and Q4_1 -> q4_1_g32 decode to what the GGUF
             // blocks dequantize to.
-            let dq = dequantize(GgufType::Q8_0, emb.data, n * k).unwrap();
+            let dq = dequantize(GgufType::Q8_0, &emb.data, n * k).unwrap();
             let got = decode(formats::format("q8_g32").unwrap(), eb, n, k).unwrap();
             assert!(
                 bits(&got) == bits(&dq),
@@ -196,12 +196,12 @@ fn smollm2_every_vocab_combination_materializes_its_plan() {
             let (t, b) = m.tensor("blk.7.ffn_down.weight").unwrap();
             assert_eq!(t.format.name, "q4_1_g32");
             let src = w.tensor("blk.7.ffn_down.weight").unwrap();
-            let dq = dequantize(GgufType::Q4_1, src.data, t.n * t.k).unwrap();
+            let dq = dequantize(GgufType::Q4_1, &src.data, t.n * t.k).unwrap();
             let got = decode(t.format, b, t.n, t.k).unwrap();
             assert!(bits(&got) == bits(&dq), "q4_1_g32 differs from Q4_1");
             let (t, b) = m.tensor("blk.0.attn_norm.weight").unwrap();
             assert_eq!(t.format.name, "f32");
-            assert_eq!(b, w.tensor("blk.0.attn_norm.weight").unwrap().data);
+            assert_eq!(b, &*w.tensor("blk.0.attn_norm.weight").unwrap().data);
         }
     }
     // The flag shrinks the arena before anything is allocated.
@@ -361,7 +361,7 @@ fn synthetic_untied_heads_every_vocab_combination() {
         let head_q8 = q8_of(head_ty, &head_raw, VOCAB, HIDDEN);
         let emb_q8 = q8_of(
             GgufType::Q8_0,
-            w.tensor("token_embd.weight").unwrap().data,
+            &w.tensor("token_embd.weight").unwrap().data,
             VOCAB,
             HIDDEN,
         );
@@ -469,7 +469,7 @@ fn synthetic_untied_heads_every_vocab_combination() {
                     let (t, b) = m.tensor(name).unwrap();
                     let raw = w.tensor(name).unwrap().data;
                     assert!(
-                        b == q8_of(t.source_type, raw, t.n, t.k).as_slice(),
+                        b == q8_of(t.source_type, &raw, t.n, t.k).as_slice(),
                         "{name}"
                     );
                 }
@@ -479,8 +479,8 @@ fn synthetic_untied_heads_every_vocab_combination() {
                     "blk.0.attn_q.weight",
                 ] {
                     let (t, b) = m.tensor(name).unwrap();
-                    let dq =
-                        dequantize(t.source_type, w.tensor(name).unwrap().data, t.n * t.k).unwrap();
+                    let dq = dequantize(t.source_type, &w.tensor(name).unwrap().data, t.n * t.k)
+                        .unwrap();
                     assert!(
                         bits(&decode(t.format, b, t.n, t.k).unwrap()) == bits(&dq),
                         "{name}"

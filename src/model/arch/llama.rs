@@ -77,7 +77,7 @@ impl<B: Backend> Llama<B> {
             Ok(b.vector_from_f32(tensor_f32(w, name)?.1))
         };
         let opt_vec = |name: &str| -> Result<Option<B::Vector>, ArchError> {
-            if w.tensor(name).is_some() {
+            if w.has_tensor(name) {
                 vec(name).map(Some)
             } else {
                 Ok(None)
@@ -92,7 +92,7 @@ impl<B: Backend> Llama<B> {
                 "lm_head.weight",
             )
         };
-        let head = if w.tensor(head_name).is_some() {
+        let head = if w.has_tensor(head_name) {
             Some(VocabValues::read(w, head_name)?)
         } else {
             None

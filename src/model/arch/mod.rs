@@ -214,6 +214,12 @@ pub fn vocab_format(q: VocabQuant) -> &'static crate::formats::Format {
 
 /// A tensor decoded to f32: its row-major shape (outermost first) and values.
 pub fn tensor_f32(weights: &Weights, name: &str) -> Result<(Vec<usize>, Vec<f32>), ArchError> {
+    if let Weights::Synthetic(s) = weights {
+        // Made straight in f32 (no byte round trip).
+        if let (Some(shape), Some(values)) = (s.shape(name), s.values(name)) {
+            return Ok((shape.to_vec(), values));
+        }
+    }
     let t = weights.tensor(name).ok_or_else(|| {
         ArchError::Model(ModelError::MissingTensor {
             path: weights.path().to_path_buf(),
@@ -228,7 +234,7 @@ pub fn tensor_f32(weights: &Weights, name: &str) -> Result<(Vec<usize>, Vec<f32>
     let values = match t.dtype {
         TensorDtype::Ggml(id) => {
             let ty = GgufType::from_id(id).map_err(|e| bad(e.to_string()))?;
-            dequantize(ty, t.data, n).map_err(|e| bad(e.to_string()))?
+            dequantize(ty, &t.data, n).map_err(|e| bad(e.to_string()))?
         }
         TensorDtype::Safetensors(d) => {
             let width = match d {

@@ -270,7 +270,7 @@ impl<B: Backend> Qwen35<B> {
                         let (e_n, inter, h) =
                             (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
                         let fused = format!("{p}mlp.experts.gate_up_proj");
-                        let experts = if w.tensor(&fused).is_some() {
+                        let experts = if w.has_tensor(&fused) {
                             // [E, 2I, H] (gate rows first) and [E, H, I].
                             let gu = raw(&fused)?;
                             let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
@@ -348,7 +348,7 @@ impl<B: Backend> Qwen35<B> {
             )?);
         }
         // MTP (section 7): one full-attention block (MoE FFN on MoE models).
-        let mtp = if c.mtp_num_hidden_layers > 0 && w.tensor("mtp.fc.weight").is_some() {
+        let mtp = if c.mtp_num_hidden_layers > 0 && w.has_tensor("mtp.fc.weight") {
             Some(Mtp {
                 norm_embedding: vec("mtp.pre_fc_norm_embedding.weight")?,
                 norm_hidden: vec("mtp.pre_fc_norm_hidden.weight")?,
@@ -359,7 +359,7 @@ impl<B: Backend> Qwen35<B> {
         } else {
             None
         };
-        let head = if w.tensor("lm_head.weight").is_some() {
+        let head = if w.has_tensor("lm_head.weight") {
             Some(VocabValues::read(w, "lm_head.weight")?)
         } else {
             None
