@@ -5,6 +5,8 @@
 //! gathers them, measures the ceilings first, and merges peer timings (from a JSON-lines
 //! file written by a peer script in the same job) by `(what, shape)`.
 
+pub mod model;
+
 use serde::{Deserialize, Serialize};
 
 use crate::gpu::{CudaSlice, DriverContext, EventTimer, Gpu, GpuError};

@@ -1,17 +1,95 @@
 //! `ninfer bench kernels`: every op family's benchmark against ceilings measured in the
 //! same run, with peer timings merged from a file a peer script wrote in the same job.
+//! `ninfer bench model`: a whole model's prompt and decode speed against the decode floor
+//! ([`crate::bench::model`]).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use clap::Subcommand;
+use indicatif::{ProgressBar, ProgressStyle};
 
+use super::precision::PrecisionArgs;
+use super::run::{choose_backend, Chosen, Device, GpuArgs};
 use super::CliError;
+use crate::bench::model::{self as model_bench, Measurement, ModelBenchRecord, Plan, RunInfo};
 use crate::bench::{merge_peers, BenchCtx, BenchRecord, PeerTiming};
+use crate::engine::Backend;
 use crate::gpu::Gpu;
+use crate::model::precision::PrecisionOptions;
+use crate::model::synthetic::SHAPES_HELP;
+use crate::model::{ModelFiles, ModelLocation, Weights};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Time the kernels at real shapes (linear, embedding, attention): median, GB/s,
     /// TFLOP/s, fraction of the ceiling.
     Kernels(KernelBenchArgs),
+    /// Time a whole model: prompt tokens/s, decode tokens/s, and the decode step against its
+    /// floor (the weight bytes one step reads over the copy bandwidth measured in the run).
+    Model(ModelBenchArgs),
+}
+
+/// The most lanes a decode may ask for.
+pub const MAX_LANES: usize = 8;
+
+#[derive(Debug, clap::Args)]
+pub struct ModelBenchArgs {
+    /// A GGUF file or a Hugging Face model directory (default, without --synthetic:
+    /// SmolLM2-135M-Instruct, fetched on first use).
+    #[arg(long, value_name = "PATH", conflicts_with = "synthetic")]
+    pub model: Option<PathBuf>,
+    /// qwen3.6-27b | qwen3.6-35b-a3b | smollm2-135m: random weights at a real model's
+    /// shapes, no file needed (shapes: --help).
+    #[arg(long, value_name = "NAME", long_help = SHAPES_HELP)]
+    pub synthetic: Option<String>,
+    /// Seed of the synthetic weights and of the random token ids.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Prompt lengths to time, comma-separated.
+    #[arg(
+        long,
+        value_name = "N,...",
+        value_delimiter = ',',
+        default_value = "512,4096"
+    )]
+    pub prompt: Vec<usize>,
+    /// Decode lanes to time, comma-separated (at most 8; more than 1 needs the batched
+    /// decode step, which the engine does not have yet: reported as not supported).
+    #[arg(
+        long,
+        value_name = "N,...",
+        value_delimiter = ',',
+        default_value = "1,8"
+    )]
+    pub lanes: Vec<usize>,
+    /// Timed decode steps.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub decode_tokens: usize,
+    /// Tokens in the sequence before the decode warm-up steps.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub decode_context: usize,
+    /// Untimed runs of each prompt before the timed ones (the first compiles kernels).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: usize,
+    /// Untimed decode steps before the timed ones.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub warmup_steps: usize,
+    /// Timed runs of each prompt; the median is reported.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: usize,
+    #[arg(long, value_enum, default_value_t = Device::Auto)]
+    pub device: Device,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    #[command(flatten)]
+    pub precision: PrecisionArgs,
+    /// Write one JSON record per measurement (one per line) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// The revision to stamp on each record (default: $NINFER_REV, else git describe).
+    #[arg(long)]
+    pub rev: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -36,6 +114,7 @@ pub struct KernelBenchArgs {
 pub fn run(cmd: &BenchCommand) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Kernels(args) => kernels(args),
+        BenchCommand::Model(args) => model(args),
     }
 }
 
@@ -142,4 +221,282 @@ pub fn format_table(records: &[BenchRecord]) -> String {
         ));
     }
     out
+}
+
+impl ModelBenchArgs {
+    /// The measurements asked for; a usage error for values outside their range.
+    pub fn plan(&self) -> Result<Plan, CliError> {
+        if self.prompt.contains(&0) {
+            return Err(CliError::usage(
+                "--prompt: a prompt holds at least one token",
+            ));
+        }
+        if self.lanes.is_empty() || self.lanes.contains(&0) {
+            return Err(CliError::usage("--lanes: a decode runs at least one lane"));
+        }
+        if let Some(n) = self.lanes.iter().find(|&&n| n > MAX_LANES) {
+            return Err(CliError::usage(format!(
+                "--lanes {n}: the engine decodes at most {MAX_LANES} lanes together"
+            )));
+        }
+        if self.decode_tokens == 0 {
+            return Err(CliError::usage(
+                "--decode-tokens must be at least 1 (the steps that are timed)",
+            ));
+        }
+        if self.repeat == 0 {
+            return Err(CliError::usage("--repeat must be at least 1"));
+        }
+        Ok(Plan {
+            prompts: self.prompt.clone(),
+            lanes: self.lanes.clone(),
+            decode_tokens: self.decode_tokens,
+            decode_context: self.decode_context,
+            warmup: self.warmup,
+            warmup_steps: self.warmup_steps,
+            repeat: self.repeat,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Available host memory in bytes (Linux `MemAvailable`), where it can be read.
+fn host_memory_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn gb(bytes: f64) -> String {
+    format!("{:.1} GB", bytes * 1e-9)
+}
+
+fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
+    let plan = args.plan()?;
+    let precision = args.precision.options()?;
+    let gpu_opts = args.gpu.options()?;
+    let location = match &args.synthetic {
+        Some(name) => ModelLocation::synthetic(name, args.seed),
+        None => crate::model::resolve_model(args.model.as_deref())
+            .map_err(|e| CliError::usage(e.to_string()))?,
+    };
+    let mut files =
+        crate::model::open_model(&location).map_err(|e| CliError::usage(e.to_string()))?;
+    crate::model::arch::check_options(&files.config, &precision)?;
+    let limit = files.config.max_position_embeddings;
+    let longest = plan
+        .prompts
+        .iter()
+        .copied()
+        .chain([plan.decode_context + plan.warmup_steps + plan.decode_tokens])
+        .max()
+        .unwrap_or(0);
+    if let Some(max) = limit.filter(|&m| longest > m) {
+        return Err(CliError::usage(format!(
+            "{longest} tokens is more than the model's context of {max} tokens; ask for shorter prompts or fewer decode steps"
+        )));
+    }
+    let chosen = choose_backend(args.device, gpu_opts)?;
+    // What the device holds and what a step reads, in the format it holds linear layers in.
+    let held_format = match &chosen {
+        Chosen::Cpu(_) => crate::formats::format("f32").expect("registered"),
+        Chosen::Cuda(_) => gpu_opts.weights,
+    };
+    let bytes = model_bench::weight_bytes(&files.config, held_format, &precision);
+    if bytes.linears > 0 && bytes.f32_fallbacks == bytes.linears {
+        return Err(CliError::usage(format!(
+            "--weights {}: no linear layer of this model has a width the GPU engine can hold in {}; choose another format",
+            held_format.name, held_format.name
+        )));
+    }
+    if bytes.f32_fallbacks > 0 {
+        eprintln!(
+            "note: {} of the model's linear layer shapes cannot be held as {} (their width is not a multiple of its group); they stay f32",
+            bytes.f32_fallbacks, held_format.name
+        );
+    }
+    match &chosen {
+        Chosen::Cpu(_) => {
+            if args.gpu.weights != "f32" {
+                eprintln!(
+                    "note: --weights {} is ignored on the cpu, which holds every weight in f32",
+                    args.gpu.weights
+                );
+            }
+            if let Some(avail) = host_memory_available() {
+                if bytes.held > 0.9 * avail as f64 {
+                    return Err(CliError::usage(format!(
+                        "the cpu backend holds the weights in f32: {} needs {} of memory and this machine has {} available; use --device cuda",
+                        location.path().display(),
+                        gb(bytes.held),
+                        gb(avail as f64)
+                    )));
+                }
+            }
+        }
+        Chosen::Cuda(b) => {
+            let total = b.gpu().props().total_memory as f64;
+            if bytes.held > 0.92 * total {
+                return Err(CliError::usage(format!(
+                    "{} in {} takes {} and {} has {}; choose a narrower --weights (q4_g64 takes about an eighth of f32)",
+                    location.path().display(),
+                    held_format.name,
+                    gb(bytes.held),
+                    b.gpu().props().name,
+                    gb(total)
+                )));
+            }
+        }
+    }
+    let synthetic = matches!(files.weights, Weights::Synthetic(_));
+    let (gpu_name, copy) = match &chosen {
+        Chosen::Cpu(_) => (None, None),
+        Chosen::Cuda(b) => {
+            eprintln!("measuring the device copy bandwidth...");
+            let copy = crate::bench::measure_copy_bandwidth(b.gpu())?;
+            (Some(b.gpu().props().name.clone()), Some(copy))
+        }
+    };
+    let info = RunInfo {
+        model: match &args.synthetic {
+            Some(name) => name.clone(),
+            None => location.path().display().to_string(),
+        },
+        source: if synthetic { "synthetic" } else { "file" }.into(),
+        seed: args.seed,
+        weights: held_format.name.clone(),
+        activations: match &chosen {
+            Chosen::Cpu(_) => "exact".into(),
+            Chosen::Cuda(_) => format!("{:?}", args.gpu.activations).to_lowercase(),
+        },
+        precision: precision.flags(),
+        device: chosen.name().into(),
+        gpu: gpu_name,
+        rev: args.rev.clone().unwrap_or_else(model_bench::git_rev),
+        date: model_bench::utc_now(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        copy_bytes_per_s: copy,
+        step_bytes: bytes.step,
+        load_s: 0.0,
+    };
+    println!(
+        "{}{}: {} weights on {}{}; a decode step reads {} of weights{}",
+        info.model,
+        if synthetic {
+            format!(" (synthetic, seed {})", args.seed)
+        } else {
+            String::new()
+        },
+        info.weights,
+        info.device,
+        info.gpu
+            .as_ref()
+            .map(|g| format!(" ({g})"))
+            .unwrap_or_default(),
+        gb(bytes.step),
+        match copy {
+            Some(c) => format!(
+                ", copy {:.0} GB/s, floor {:.1} us",
+                c * 1e-9,
+                bytes.step / c * 1e6
+            ),
+            None => " (no floor on the cpu: the floor is the GPU's memory bound)".into(),
+        }
+    );
+    let (load_s, measured) = match &chosen {
+        Chosen::Cpu(b) => bench_on(b, &mut files, &precision, &plan)?,
+        Chosen::Cuda(b) => bench_on(b, &mut files, &precision, &plan)?,
+    };
+    let info = RunInfo { load_s, ..info };
+    let records: Vec<ModelBenchRecord> = measured
+        .iter()
+        .map(|m| model_bench::record(&info, m))
+        .collect();
+    if let Some(path) = &args.json {
+        let lines: String = records
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("record serialises") + "\n")
+            .collect();
+        std::fs::write(path, lines)
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    print!("{}", model_bench::format_table(&records));
+    Ok(())
+}
+
+/// Loads the model on `backend` (a progress bar while synthetic weights are made) and
+/// makes the measurements, each announced on stderr as it finishes.
+fn bench_on<B: Backend>(
+    backend: &B,
+    files: &mut ModelFiles,
+    precision: &PrecisionOptions,
+    plan: &Plan,
+) -> Result<(f64, Vec<Measurement>), CliError> {
+    let on_terminal = std::io::stderr().is_terminal();
+    let bar = match &mut files.weights {
+        Weights::Synthetic(s) => {
+            let total = s.param_count();
+            eprintln!(
+                "making {} ({:.2} B parameters, seed {}) on {}...",
+                s.label().display(),
+                total as f64 * 1e-9,
+                s.seed(),
+                backend.name()
+            );
+            let bar = if on_terminal {
+                let bar = ProgressBar::new(total);
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "[{bar:30}] {percent}% of the parameters [{elapsed_precise} < {eta_precise}]",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                bar
+            } else {
+                ProgressBar::hidden()
+            };
+            s.set_progress(bar.clone());
+            bar
+        }
+        _ => {
+            eprintln!(
+                "loading {} on {}...",
+                files.location.path().display(),
+                backend.name()
+            );
+            ProgressBar::hidden()
+        }
+    };
+    let files: &ModelFiles = files;
+    let result = model_bench::measure(
+        backend,
+        files,
+        precision,
+        plan,
+        |s| {
+            bar.finish_and_clear();
+            eprintln!("loaded in {s:.1} s");
+        },
+        |m| {
+            let what = match m.kind {
+                model_bench::Kind::Prompt => "prompt",
+                model_bench::Kind::Decode => "decode",
+            };
+            match m.tokens_per_s() {
+                Some(t) => eprintln!(
+                    "{what} {} tokens, {} lane(s): {t:.1} tokens/s",
+                    m.tokens, m.lanes
+                ),
+                None => eprintln!(
+                    "{what}, {} lanes: {}",
+                    m.lanes,
+                    m.note.as_deref().unwrap_or("not supported")
+                ),
+            }
+        },
+    );
+    bar.finish_and_clear();
+    Ok(result?)
 }
