@@ -37,6 +37,7 @@ use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
 use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
 use crate::ops::linear_exact::{self, ExactRoute};
+use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
 use crate::ops::{elementwise, rope, DType, Pos};
@@ -423,6 +424,30 @@ impl CudaBackend {
         out
     }
 
+    /// `y = x w^T (+ r)` with f32 activations (the exact mode): the tiled GEMM from
+    /// `linear_sgemm::MIN_T` rows (weights read once per tile of tokens, not once per eight),
+    /// the GEMV below that.
+    fn linear_f32(
+        &self,
+        w: &DeviceWeight,
+        x: u64,
+        r: Option<u64>,
+        y: u64,
+        t: usize,
+        epilogue: Epilogue,
+    ) {
+        let tiled = SgemmRoute::choose(w.format, t, epilogue)
+            .filter(|_| linear_sgemm::supports(w.format, w.layout.k));
+        let launched = match tiled {
+            Some(route) => linear_sgemm::launch(&self.gpu, &route, w, x, r, y, t),
+            None => {
+                let route = ExactRoute::choose(w.format, t, epilogue);
+                linear_exact::launch(&self.gpu, &route, w, x, r, y, t)
+            }
+        };
+        ok("linear", launched);
+    }
+
     fn attn_dims(shape: AttnShape) -> AttnDims {
         AttnDims {
             n_heads: shape.n_heads,
@@ -705,19 +730,8 @@ impl Backend for CudaBackend {
         } else {
             Epilogue::None
         };
-        let route = ExactRoute::choose(w.format, t, epilogue);
-        ok(
-            "linear",
-            linear_exact::launch(
-                &self.gpu,
-                &route,
-                w,
-                self.ptr(x),
-                residual.as_ref().map(|r| self.ptr(r)),
-                self.ptr(&y),
-                t,
-            ),
-        );
+        let r = residual.as_ref().map(|r| self.ptr(r));
+        self.linear_f32(w, self.ptr(x), r, self.ptr(&y), t, epilogue);
         y
     }
 
@@ -746,12 +760,8 @@ impl Backend for CudaBackend {
         assert_eq!((x.rows, x.cols), (a.rows, w.layout.n), "linear_add: shapes");
         // The residual epilogue in place (each output element reads its residual before
         // writing it): one launch instead of a linear and an add.
-        let route = ExactRoute::choose(w.format, a.rows, Epilogue::Residual);
         let xp = self.ptr(x);
-        ok(
-            "linear_add",
-            linear_exact::launch(&self.gpu, &route, w, self.ptr(a), Some(xp), xp, a.rows),
-        );
+        self.linear_f32(w, self.ptr(a), Some(xp), xp, a.rows, Epilogue::Residual);
     }
 
     fn swiglu(&self, gate: &CudaAct, up: &CudaAct) -> CudaAct {

@@ -10,7 +10,8 @@
 //!
 //! Two routes share one template (`attention/flash.cu`):
 //! - decode (small t): split-K over the cache, each block a range of keys for the GQA
-//!   group of a few rows, partials to an [`AttnWorkspace`], then `attention/combine.cu`;
+//!   group of a few rows, partials to an [`AttnWorkspace`], merged by the last block of
+//!   each group to finish (one launch; the combine is folded into the kernel);
 //! - prefill: a block of query vectors (rows x group heads) scans all its keys, with K/V
 //!   tiles in shared memory reused by every vector of the block.
 
@@ -152,14 +153,13 @@ fn lanes_for(hd: usize, wanted: usize) -> usize {
     }
     g
 }
-/// Threads of the combine kernel: one split each (so at least MAX_SPLITS).
-const COMBINE_BLOCK: u32 = 256;
 const APPEND_BLOCK: u32 = 256;
 
 /// Which of the two kernels a route runs, with its tuning parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AttnKind {
-    /// Split-K over the cache: `split` keys per block, then the combine kernel.
+    /// Split-K over the cache: `split` keys per block, the last block of each group merging
+    /// the partials.
     Decode { split: usize },
     /// `q_tile` query vectors (rows x GQA-group heads) per block share the K/V tiles.
     Prefill { q_tile: usize },
@@ -224,7 +224,7 @@ impl AttnRoute {
     /// Every kernel the route launches, in launch order.
     pub fn specs(&self) -> Vec<KernelSpec> {
         match self.kind {
-            AttnKind::Decode { .. } => vec![self.spec(), combine_spec()],
+            AttnKind::Decode { .. } => vec![self.spec()],
             AttnKind::Prefill { .. } => vec![self.spec()],
         }
     }
@@ -269,16 +269,6 @@ impl AttnRoute {
     }
 }
 
-fn combine_spec() -> KernelSpec {
-    KernelSpec::new(
-        "attention",
-        "attention/combine.cu",
-        format!("attn_combine_b{COMBINE_BLOCK}"),
-    )
-    .param("block", COMBINE_BLOCK)
-    .param("max_splits", MAX_SPLITS)
-}
-
 fn append_spec(kv: KvType) -> KernelSpec {
     KernelSpec::new(
         "attention",
@@ -292,7 +282,6 @@ fn append_spec(kv: KvType) -> KernelSpec {
 /// Every registered instantiation of the family.
 pub fn instantiations() -> Vec<KernelSpec> {
     let mut specs: Vec<KernelSpec> = AttnRoute::all().iter().map(AttnRoute::spec).collect();
-    specs.push(combine_spec());
     specs.extend(KvType::ALL.map(append_spec));
     specs
 }
@@ -359,6 +348,8 @@ pub struct AttnWorkspace {
     max_splits: usize,
     acc: CudaSlice<f32>,
     ml: CudaSlice<f32>,
+    /// One arrival counter per (query tile, KV head) of a launch: zeros between launches.
+    counters: CudaSlice<i32>,
 }
 
 impl AttnWorkspace {
@@ -376,12 +367,14 @@ impl AttnWorkspace {
             max_splits,
             acc: gpu.alloc_zeros(slots * dims.head_dim)?,
             ml: gpu.alloc_zeros(slots * 2)?,
+            // Tiles per KV head <= rows * rep, so rows * n_heads pairs at most.
+            counters: gpu.alloc_zeros(rows * dims.n_heads)?,
         })
     }
 
     /// Device bytes held.
     pub fn bytes(&self) -> usize {
-        4 * (self.acc.len() + self.ml.len())
+        4 * (self.acc.len() + self.ml.len() + self.counters.len())
     }
 }
 
@@ -461,15 +454,17 @@ pub fn launch_attention(
                 .arg(&n_kv)
                 .arg(&zero)
                 .arg(&one)
-                .arg(&scale_log2);
+                .arg(&scale_log2)
+                .arg(&null)
+                .arg(&null);
             // SAFETY: matches the template; the kernel reads q rows < t, cache rows
             // < pos0 + t and writes out rows < t.
             unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
         }
         AttnKind::Decode { split } => {
             assert_eq!(ws.dims, dims, "attention: workspace made for other dims");
-            let combine = gpu.function(&combine_spec())?;
             let (acc, ml) = (dptr(gpu, &ws.acc), dptr(gpu, &ws.ml));
+            let counters = dptr(gpu, &ws.counters);
             // Rows in chunks the workspace holds; each chunk is a shorter block at a
             // later position.
             for r0 in (0..t).step_by(ws.rows) {
@@ -507,27 +502,14 @@ pub fn launch_attention(
                     .arg(&n_kv)
                     .arg(&ms_i)
                     .arg(&mult_i)
-                    .arg(&scale_log2);
-                // SAFETY: matches the template; partial slots (row < rows, head,
-                // split < splits <= max_splits) lie inside the workspace.
-                unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
-
-                let cfg = LaunchConfig {
-                    grid_dim: ((rows * dims.n_heads) as u32, 1, 1),
-                    block_dim: (COMBINE_BLOCK, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let (hd_i, splits_i) = (dims.head_dim as i32, splits as i32);
-                let mut b = gpu.stream().launch_builder(&combine);
-                b.arg(&acc)
-                    .arg(&ml)
+                    .arg(&scale_log2)
                     .arg(&oc)
-                    .arg(&hd_i)
-                    .arg(&ms_i)
-                    .arg(&splits_i);
-                // SAFETY: matches combine.cu; reads the slots written just above and
-                // writes out rows r0 .. r0 + rows.
-                unsafe { b.launch(cfg) }.map_err(launch_err("attn_combine"))?;
+                    .arg(&counters);
+                // SAFETY: matches the template; partial slots (row < rows, head,
+                // split < splits <= max_splits) lie inside the workspace, counters cover
+                // the grid's (tile, KV head) pairs (at most rows * n_heads), and the
+                // merging blocks write out rows r0 .. r0 + rows.
+                unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
             }
         }
     }
@@ -1154,7 +1136,6 @@ mod tests {
             );
         }
         assert!(DECODE_SPLITS.iter().all(|s| s % KT == 0));
-        assert!(MAX_SPLITS <= COMBINE_BLOCK as usize);
     }
 
     #[test]

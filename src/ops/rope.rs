@@ -467,8 +467,18 @@ mod tests {
     }
 
     #[test]
-    fn both_styles_are_registered() {
+    fn both_styles_are_registered_plain_and_fused() {
         let names: Vec<String> = instantiations().into_iter().map(|s| s.entry).collect();
-        assert_eq!(names, ["rope_neox", "rope_interleaved"]);
+        assert_eq!(
+            names,
+            [
+                "rope_neox",
+                "rope_append_neox_f32",
+                "rope_append_neox_bf16",
+                "rope_interleaved",
+                "rope_append_interleaved_f32",
+                "rope_append_interleaved_bf16",
+            ]
+        );
     }
 }

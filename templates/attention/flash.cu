@@ -11,8 +11,10 @@
   mode "direct": the block scans keys 0 ..= its last row's position and writes the
   normalised output rows (the prefill route).
   mode "split":  blockIdx.z picks a range of split * split_mult keys; the block writes its
-  partial (max, sum, unnormalised acc) to the workspace and attn_combine merges them
-  (the decode route, split-K over the cache).
+  partial (max, sum, unnormalised acc) to the workspace; the last of the gridDim.z blocks
+  of a (tile, KV head) to finish (an atomic counter per pair, reset by that block so the
+  next launch or graph replay finds zeros) merges every split's partial into `final_out`
+  (the decode route, split-K over the cache, combine folded in: one launch).
 
   Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split.
   Pointers must be 16-byte aligned (float4 / 4 x bf16 loads).
@@ -66,7 +68,9 @@ extern "C" __global__ void __launch_bounds__(NT)
                   const int* __restrict__ pos_dev,  // if set, *pos_dev is added to pos0 (graph replays)
                   int n_heads, int n_kv,
                   int max_splits, int split_mult,
-                  float scale_log2)          // softmax scale * log2(e)
+                  float scale_log2,          // softmax scale * log2(e)
+                  float* __restrict__ final_out,  // split: [t, n_heads * HD]
+                  int* __restrict__ counters)     // split: [gridDim.y * gridDim.x], zeros
 {
     if (pos_dev) pos0 += *pos_dev;
     extern __shared__ float4 smem4[];
@@ -206,4 +210,51 @@ extern "C" __global__ void __launch_bounds__(NT)
         }
 {%- endif %}
     }
+
+{%- if mode == "split" %}
+    // The combine, by the last split block of this (tile, KV head) to finish.
+    __shared__ int is_last;
+    __threadfence();  // this block's partials are visible device-wide before it counts
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int* ctr = counters + blockIdx.y * gridDim.x + blockIdx.x;
+        const int done = atomicAdd(ctr, 1);
+        is_last = done == (int)gridDim.z - 1;
+        if (is_last) *ctr = 0;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    if (my_v < nv) {
+        const int i = my_v / rep, h = g * rep + my_v % rep;
+        const long long p0 = ((long long)i * n_heads + h) * max_splits;
+        const int ns = gridDim.z;
+        // Other blocks wrote these: read through L2 (__ldcg), never a stale L1 line.
+        float mx = NEG_INF;
+        for (int s = 0; s < ns; ++s) mx = fmaxf(mx, __ldcg(ml + 2 * (p0 + s)));
+        float lsum = 0.f;
+        float4 o[CPT];
+#pragma unroll
+        for (int c = 0; c < CPT; ++c) o[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int s = 0; s < ns; ++s) {
+            const float ms = __ldcg(ml + 2 * (p0 + s));
+            const float w = ms == NEG_INF ? 0.f : exp2f(ms - mx);
+            lsum += w * __ldcg(ml + 2 * (p0 + s) + 1);
+            const float* a = out + (p0 + s) * HD;
+#pragma unroll
+            for (int c = 0; c < CPT; ++c) {
+                const float4 av = __ldcg((const float4*)(a + (c * G + slot) * 4));
+                o[c].x += w * av.x; o[c].y += w * av.y; o[c].z += w * av.z; o[c].w += w * av.w;
+            }
+        }
+        const float inv = 1.f / lsum;  // split 0 holds key 0: lsum >= its weight
+        float* dst = final_out + i * qd + (long long)h * HD;
+#pragma unroll
+        for (int c = 0; c < CPT; ++c) {
+            float4 r = o[c];
+            r.x *= inv; r.y *= inv; r.z *= inv; r.w *= inv;
+            *(float4*)(dst + (c * G + slot) * 4) = r;
+        }
+    }
+{%- endif %}
 }
