@@ -18,19 +18,17 @@ use crate::ops::rmsnorm::NormWeight;
 
 struct Layer<B: Backend> {
     attn_norm: B::Vector,
-    wq: B::Linear,
-    wk: B::Linear,
-    wv: B::Linear,
+    /// q, k and v projections stacked (rows `[q; k; v]`): one launch for the three.
+    wqkv: B::Linear,
+    /// Their biases stacked likewise (zeros for a missing one), if any has one.
+    bqkv: Option<B::Vector>,
     wo: B::Linear,
-    bq: Option<B::Vector>,
-    bk: Option<B::Vector>,
-    bv: Option<B::Vector>,
     bo: Option<B::Vector>,
     q_norm: Option<B::Vector>,
     k_norm: Option<B::Vector>,
     ffn_norm: B::Vector,
-    gate: B::Linear,
-    up: B::Linear,
+    /// Gate and up projections stacked (rows `[gate; up]`).
+    gate_up: B::Linear,
     down: B::Linear,
 }
 
@@ -73,6 +71,24 @@ impl<B: Backend> Llama<B> {
             let cols = *shape.last().unwrap_or(&1);
             Ok(b.linear_from_f32(v.len() / cols.max(1), cols, v))
         };
+        // Weights stacked by rows into one layer (same K): one launch instead of several.
+        let stacked = |names: &[String]| -> Result<B::Linear, ArchError> {
+            let (mut data, mut cols) = (Vec::new(), None);
+            for name in names {
+                let (shape, v) = tensor_f32(w, name)?;
+                let k = *shape.last().unwrap_or(&1);
+                if cols.is_some_and(|c| c != k) {
+                    return Err(ArchError::Weight {
+                        name: name.clone(),
+                        problem: format!("{k} columns, unlike {} stacked with it", names[0]),
+                    });
+                }
+                cols = Some(k);
+                data.extend(v);
+            }
+            let cols = cols.unwrap_or(1).max(1);
+            Ok(b.linear_from_f32(data.len() / cols, cols, data))
+        };
         let vec = |name: &str| -> Result<B::Vector, ArchError> {
             Ok(b.vector_from_f32(tensor_f32(w, name)?.1))
         };
@@ -107,21 +123,45 @@ impl<B: Backend> Llama<B> {
                     format!("model.layers.{i}.{hf}")
                 }
             };
+            let (qw, kw) = (
+                c.num_attention_heads * c.head_dim,
+                c.num_key_value_heads * c.head_dim,
+            );
+            let biases = [
+                (n("attn_q.bias", "self_attn.q_proj.bias"), qw),
+                (n("attn_k.bias", "self_attn.k_proj.bias"), kw),
+                (n("attn_v.bias", "self_attn.v_proj.bias"), kw),
+            ];
+            let bqkv = if biases.iter().any(|(name, _)| w.has_tensor(name)) {
+                let mut all = Vec::with_capacity(qw + 2 * kw);
+                for (name, len) in &biases {
+                    if w.has_tensor(name) {
+                        all.extend(tensor_f32(w, name)?.1);
+                    } else {
+                        all.extend(std::iter::repeat_n(0.0, *len));
+                    }
+                }
+                Some(b.vector_from_f32(all))
+            } else {
+                None
+            };
             layers.push(Layer {
                 attn_norm: vec(&n("attn_norm.weight", "input_layernorm.weight"))?,
-                wq: lin(&n("attn_q.weight", "self_attn.q_proj.weight"))?,
-                wk: lin(&n("attn_k.weight", "self_attn.k_proj.weight"))?,
-                wv: lin(&n("attn_v.weight", "self_attn.v_proj.weight"))?,
+                wqkv: stacked(&[
+                    n("attn_q.weight", "self_attn.q_proj.weight"),
+                    n("attn_k.weight", "self_attn.k_proj.weight"),
+                    n("attn_v.weight", "self_attn.v_proj.weight"),
+                ])?,
+                bqkv,
                 wo: lin(&n("attn_output.weight", "self_attn.o_proj.weight"))?,
-                bq: opt_vec(&n("attn_q.bias", "self_attn.q_proj.bias"))?,
-                bk: opt_vec(&n("attn_k.bias", "self_attn.k_proj.bias"))?,
-                bv: opt_vec(&n("attn_v.bias", "self_attn.v_proj.bias"))?,
                 bo: opt_vec(&n("attn_output.bias", "self_attn.o_proj.bias"))?,
                 q_norm: opt_vec(&n("attn_q_norm.weight", "self_attn.q_norm.weight"))?,
                 k_norm: opt_vec(&n("attn_k_norm.weight", "self_attn.k_norm.weight"))?,
                 ffn_norm: vec(&n("ffn_norm.weight", "post_attention_layernorm.weight"))?,
-                gate: lin(&n("ffn_gate.weight", "mlp.gate_proj.weight"))?,
-                up: lin(&n("ffn_up.weight", "mlp.up_proj.weight"))?,
+                gate_up: stacked(&[
+                    n("ffn_gate.weight", "mlp.gate_proj.weight"),
+                    n("ffn_up.weight", "mlp.up_proj.weight"),
+                ])?,
                 down: lin(&n("ffn_down.weight", "mlp.down_proj.weight"))?,
             });
         }
@@ -185,31 +225,30 @@ impl<B: Backend> CausalLm<B> for Llama<B> {
     fn forward(&self, state: &mut LlamaState<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
         let b = &self.backend;
         let eps = self.config.rms_norm_eps;
-        let AttnShape {
-            n_heads,
-            n_kv_heads,
-            head_dim,
-        } = self.shape;
-        let pos0 = b.kv_len(&state.kv);
+        let head_dim = self.shape.head_dim;
         let mut x = b.embedding(&self.embed, ids);
         for (li, l) in self.layers.iter().enumerate() {
             let h = b.rmsnorm(&x, &l.attn_norm, eps, NormWeight::Plain);
-            let mut q = b.linear(&h, &l.wq, l.bq.as_ref());
-            let mut k = b.linear(&h, &l.wk, l.bk.as_ref());
-            let v = b.linear(&h, &l.wv, l.bv.as_ref());
+            let qkv = b.linear(&h, &l.wqkv, l.bqkv.as_ref());
+            let (qw, kw) = (
+                self.shape.n_heads * head_dim,
+                self.shape.n_kv_heads * head_dim,
+            );
+            let mut q = b.slice_cols(&qkv, 0, qw);
+            let mut k = b.slice_cols(&qkv, qw, kw);
+            let v = b.slice_cols(&qkv, qw + kw, kw);
             if let Some(qn) = &l.q_norm {
                 q = b.rmsnorm(&q, qn, eps, NormWeight::Plain);
             }
             if let Some(kn) = &l.k_norm {
                 k = b.rmsnorm(&k, kn, eps, NormWeight::Plain);
             }
-            b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
-            b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
-            let a = b.attention(&mut state.kv, li, &q, &k, &v);
+            let a = b.rope_attention(&mut state.kv, li, &mut q, &mut k, &v, head_dim, &self.rope);
             b.linear_add(&mut x, &a, &l.wo, l.bo.as_ref());
             let h = b.rmsnorm(&x, &l.ffn_norm, eps, NormWeight::Plain);
-            let g = b.linear(&h, &l.gate, None);
-            let u = b.linear(&h, &l.up, None);
+            let gu = b.linear(&h, &l.gate_up, None);
+            let inter = b.cols(&gu) / 2;
+            let (g, u) = (b.slice_cols(&gu, 0, inter), b.slice_cols(&gu, inter, inter));
             b.linear_add(&mut x, &b.swiglu(&g, &u), &l.down, None);
         }
         b.kv_advance(&mut state.kv, ids.len());

@@ -435,8 +435,8 @@ impl<B: Backend> CausalLm<B> for Qwen35<B> {
 }
 
 impl<B: Backend> Qwen35<B> {
-    /// One block on `x` (positions `pos0..`), attention layers using layer `li` of `kv`.
-    #[allow(clippy::too_many_arguments)]
+    /// One block on `x` (at the positions that follow the cache's), attention layers using
+    /// layer `li` of `kv`.
     fn block(
         &self,
         l: &Layer<B>,
@@ -444,15 +444,12 @@ impl<B: Backend> Qwen35<B> {
         kv: &mut B::KvCache,
         li: usize,
         gdn: Option<&mut B::GdnState>,
-        pos0: usize,
     ) {
         let b = &self.backend;
         let eps = self.config.rms_norm_eps;
         let zc = NormWeight::ZeroCentred;
         let AttnShape {
-            n_heads,
-            n_kv_heads,
-            head_dim,
+            n_heads, head_dim, ..
         } = self.shape;
         let h = b.rmsnorm(x, &l.input_norm, eps, zc);
         // The mixer's output before its out projection, and that projection.
@@ -470,9 +467,7 @@ impl<B: Backend> Qwen35<B> {
                 let mut q = b.rmsnorm(&q, q_norm, eps, zc);
                 let mut k = b.rmsnorm(&b.linear(&h, k_proj, None), k_norm, eps, zc);
                 let v = b.linear(&h, v_proj, None);
-                b.rope(&mut q, n_heads, head_dim, pos0, &self.rope);
-                b.rope(&mut k, n_kv_heads, head_dim, pos0, &self.rope);
-                let a = b.attention(kv, li, &q, &k, &v);
+                let a = b.rope_attention(kv, li, &mut q, &mut k, &v, head_dim, &self.rope);
                 (b.sigmoid_gate(&a, &gate), o_proj)
             }
             Mixer::Gdn {
@@ -543,10 +538,9 @@ impl<B: Backend> Qwen35<B> {
         want: LogitsWanted,
     ) -> (Vec<f32>, B::Act) {
         let b = &self.backend;
-        let pos0 = b.kv_len(&state.kv);
         let mut x = b.embedding(&self.embed, ids);
         for (li, l) in self.layers.iter().enumerate() {
-            self.block(l, &mut x, &mut state.kv, li, state.gdn[li].as_mut(), pos0);
+            self.block(l, &mut x, &mut state.kv, li, state.gdn[li].as_mut());
         }
         b.kv_advance(&mut state.kv, ids.len());
         let hidden = b.rmsnorm(
@@ -597,8 +591,7 @@ impl<B: Backend> Qwen35<B> {
         );
         let h = b.rmsnorm(hidden, &m.norm_hidden, eps, zc);
         let mut x = b.linear(&b.concat_cols(&e, &h), &m.fc, None);
-        let pos0 = b.kv_len(&st.kv);
-        self.block(&m.layer, &mut x, &mut st.kv, 0, None, pos0);
+        self.block(&m.layer, &mut x, &mut st.kv, 0, None);
         b.kv_advance(&mut st.kv, next_ids.len());
         self.head_logits(&b.rmsnorm(&x, &m.norm, eps, zc))
     }
