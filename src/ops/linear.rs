@@ -397,6 +397,60 @@ pub fn launch(
     Ok(())
 }
 
+/// The f32-activation routes' check of one launch's output `all` (`[T, N]`): the rows to
+/// compare (every row up to `full_below`, else `samples` random ones plus the first and
+/// last), their values from `all` and the f64 reference from the decoded weight rows. An
+/// unwritten (non-finite) output anywhere makes the comparison fail.
+#[allow(clippy::too_many_arguments)]
+pub fn sampled_check_f32(
+    rng: &mut impl Rng,
+    format: &'static Format,
+    layout: &Layout,
+    payload: &[u8],
+    x: &[f32],
+    r: &[f32],
+    all: &[f32],
+    (t, n, k): (usize, usize, usize),
+    epilogue: Epilogue,
+    (full_below, samples): (usize, usize),
+) -> (Vec<f32>, Vec<f64>) {
+    let rows: Vec<usize> = if n <= full_below {
+        (0..n).collect()
+    } else {
+        let mut v: Vec<usize> = (0..samples).map(|_| rng.random_range(0..n)).collect();
+        v.extend([0, n - 1]);
+        v
+    };
+    let w_rows: Vec<Vec<f32>> = rows
+        .iter()
+        .map(|&i| {
+            let mut row = vec![0f32; k];
+            crate::formats::decode_row(format, layout, payload, i, &mut row);
+            row
+        })
+        .collect();
+    let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let want = reference_rows(
+        &x64,
+        (t, k),
+        &w_rows,
+        None,
+        epilogue,
+        |ti, row| r[ti * n + row] as f64,
+        &rows,
+    );
+    let mut got: Vec<f32> = Vec::with_capacity(want.len());
+    for ti in 0..t {
+        for &row in &rows {
+            got.push(all[ti * n + row]);
+        }
+    }
+    if all.iter().any(|v| !v.is_finite()) {
+        got[0] = f32::NAN; // an unwritten (poisoned) output anywhere fails the check
+    }
+    (got, want)
+}
+
 /// f64 reference for the output rows `rows` (all T columns): `x` is `[T, K]`, `w_rows[i]`
 /// the decoded weight row `rows[i]`, same for `up_rows`.
 pub fn reference_rows(

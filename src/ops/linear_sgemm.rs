@@ -32,7 +32,7 @@
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 
-use super::linear::{reference_rows, Epilogue};
+use super::linear::Epilogue;
 use super::linear_exact::ExactRoute;
 use super::weight::{random_bf16, random_payload, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
@@ -307,40 +307,18 @@ fn check(
     launch(gpu, route, w, super::gdn::dptr(gpu, &dx), res, yp, t)?;
     gpu.synchronize()?;
     let all = gpu.download(&dy)?;
-    let rows: Vec<usize> = if n <= 1024 {
-        (0..n).collect()
-    } else {
-        let mut v: Vec<usize> = (0..126).map(|_| rng.random_range(0..n)).collect();
-        v.extend([0, n - 1]);
-        v
-    };
-    let w_rows: Vec<Vec<f32>> = rows
-        .iter()
-        .map(|&i| {
-            let mut row = vec![0f32; k];
-            crate::formats::decode_row(route.format, &w.layout, payload, i, &mut row);
-            row
-        })
-        .collect();
-    let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-    let want = reference_rows(
-        &x64,
-        (t, k),
-        &w_rows,
-        None,
+    let (got, want) = super::linear::sampled_check_f32(
+        rng,
+        route.format,
+        &w.layout,
+        payload,
+        &x,
+        &r,
+        &all,
+        (t, n, k),
         route.epilogue,
-        |ti, row| r[ti * n + row] as f64,
-        &rows,
+        (1024, 126),
     );
-    let mut got: Vec<f32> = Vec::with_capacity(want.len());
-    for ti in 0..t {
-        for &row in &rows {
-            got.push(all[ti * n + row]);
-        }
-    }
-    if all.iter().any(|v| !v.is_finite()) {
-        got[0] = f32::NAN; // an unwritten (poisoned) output anywhere fails the check
-    }
     let place = if in_place { " R=Y" } else { "" };
     Ok(Outcome::compare(
         route.spec().entry,
