@@ -12,28 +12,33 @@ use crate::ops::rmsnorm::NormWeight;
 
 enum Mixer<B: Backend> {
     Attention {
-        q_proj: B::Linear,
-        k_proj: B::Linear,
-        v_proj: B::Linear,
+        /// q (with its gate, per head `[q | gate]`), k and v projections stacked by rows:
+        /// one launch for the three (a one-row step's column slices are free views).
+        wqkv: B::Linear,
         o_proj: B::Linear,
         q_norm: B::Vector,
         k_norm: B::Vector,
     },
     Gdn {
-        in_qkv: B::Linear,
-        in_z: B::Linear,
-        in_b: B::Linear,
-        in_a: B::Linear,
+        /// `in_proj_qkv`, `in_proj_z`, `in_proj_b` and `in_proj_a` stacked by rows (widths
+        /// `GdnDims::conv_dim`, `value_dim`, `hv`, `hv`): one launch for the four.
+        in_proj: B::Linear,
         params: B::GdnWeights,
         out_proj: B::Linear,
     },
 }
 
-/// A SwiGLU MLP: `down(silu(gate x) * up x)`.
+/// A SwiGLU MLP: `down(silu(gate x) * up x)`, gate and up stacked by rows (`[gate; up]`).
 struct Mlp<B: Backend> {
-    gate: B::Linear,
-    up: B::Linear,
+    gate_up: B::Linear,
     down: B::Linear,
+}
+
+/// `[gate | up]` of an MLP's stacked projection.
+fn gate_up<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act) -> (B::Act, B::Act) {
+    let gu = b.linear(x, &m.gate_up, None);
+    let inter = b.cols(&gu) / 2;
+    (b.slice_cols(&gu, 0, inter), b.slice_cols(&gu, inter, inter))
 }
 
 enum Ffn<B: Backend> {
@@ -57,16 +62,37 @@ struct Layer<B: Backend> {
 }
 
 fn mlp<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act) -> B::Act {
-    let g = b.linear(x, &m.gate, None);
-    let u = b.linear(x, &m.up, None);
+    let (g, u) = gate_up(b, m, x);
     b.linear(&b.swiglu(&g, &u), &m.down, None)
 }
 
 /// `out += mlp(x)`.
 fn mlp_add<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act, out: &mut B::Act) {
-    let g = b.linear(x, &m.gate, None);
-    let u = b.linear(x, &m.up, None);
+    let (g, u) = gate_up(b, m, x);
     b.linear_add(out, &b.swiglu(&g, &u), &m.down, None);
+}
+
+/// Matrices of `cols` columns stacked by rows into one linear layer (`parts` in order).
+fn stack_rows<B: Backend>(
+    b: &B,
+    cols: usize,
+    parts: Vec<(String, Vec<f32>)>,
+) -> Result<B::Linear, ArchError> {
+    let mut data = Vec::with_capacity(parts.iter().map(|(_, v)| v.len()).sum());
+    for (name, v) in parts {
+        if cols == 0 || !v.len().is_multiple_of(cols) {
+            return Err(ArchError::Weight {
+                name,
+                problem: format!(
+                    "{} values are not whole rows of {cols} columns, the width of the \
+                     tensors stacked with it",
+                    v.len()
+                ),
+            });
+        }
+        data.extend(v);
+    }
+    Ok(b.linear_from_f32(data.len() / cols, cols, data))
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -207,10 +233,12 @@ impl<B: Backend> Qwen35<B> {
             |p: &str, attention: bool, moe_layer: bool| -> Result<Layer<B>, ArchError> {
                 let mixer = if attention {
                     let a = format!("{p}self_attn.");
+                    let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
+                        let name = format!("{a}{n}_proj.weight");
+                        Ok((name.clone(), raw(&name)?))
+                    };
                     Mixer::Attention {
-                        q_proj: lin(&format!("{a}q_proj.weight"))?,
-                        k_proj: lin(&format!("{a}k_proj.weight"))?,
-                        v_proj: lin(&format!("{a}v_proj.weight"))?,
+                        wqkv: stack_rows(b, c.hidden_size, vec![part("q")?, part("k")?, part("v")?])?,
                         o_proj: lin(&format!("{a}o_proj.weight"))?,
                         q_norm: vec(&format!("{a}q_norm.weight"))?,
                         k_norm: vec(&format!("{a}k_norm.weight"))?,
@@ -220,33 +248,24 @@ impl<B: Backend> Qwen35<B> {
                         arch: c.architecture,
                     })?;
                     let la = format!("{p}linear_attn.");
-                    let (in_qkv, in_z, in_b, in_a) = if c.architecture == Architecture::Qwen3Next {
+                    let in_names = ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
+                        .map(|n| format!("{la}{n}.weight"));
+                    let in_parts = if c.architecture == Architecture::Qwen3Next {
                         let (qkv, z, bw, aw) = degroup_qwen3_next(
                             &d,
                             c.hidden_size,
                             &raw(&format!("{la}in_proj_qkvz.weight"))?,
                             &raw(&format!("{la}in_proj_ba.weight"))?,
                         );
-                        let h = c.hidden_size;
-                        (
-                            b.linear_from_f32(d.conv_dim(), h, qkv),
-                            b.linear_from_f32(d.value_dim(), h, z),
-                            b.linear_from_f32(d.hv, h, bw),
-                            b.linear_from_f32(d.hv, h, aw),
-                        )
+                        in_names.into_iter().zip([qkv, z, bw, aw]).collect()
                     } else {
-                        (
-                            lin(&format!("{la}in_proj_qkv.weight"))?,
-                            lin(&format!("{la}in_proj_z.weight"))?,
-                            lin(&format!("{la}in_proj_b.weight"))?,
-                            lin(&format!("{la}in_proj_a.weight"))?,
-                        )
+                        in_names
+                            .into_iter()
+                            .map(|n| raw(&n).map(|v| (n, v)))
+                            .collect::<Result<Vec<_>, _>>()?
                     };
                     Mixer::Gdn {
-                        in_qkv,
-                        in_z,
-                        in_b,
-                        in_a,
+                        in_proj: stack_rows(b, c.hidden_size, in_parts)?,
                         params: b.gdn_weights(
                             d,
                             raw(&format!("{la}conv1d.weight"))?,
@@ -259,9 +278,12 @@ impl<B: Backend> Qwen35<B> {
                     }
                 };
                 let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
+                    let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
+                        let name = format!("{q}{n}_proj.weight");
+                        Ok((name.clone(), raw(&name)?))
+                    };
                     Ok(Mlp {
-                        gate: lin(&format!("{q}gate_proj.weight"))?,
-                        up: lin(&format!("{q}up_proj.weight"))?,
+                        gate_up: stack_rows(b, c.hidden_size, vec![part("gate")?, part("up")?])?,
                         down: lin(&format!("{q}down_proj.weight"))?,
                     })
                 };
@@ -284,15 +306,10 @@ impl<B: Backend> Qwen35<B> {
                                 .map(|e| {
                                     let g0 = e * 2 * inter * h;
                                     Mlp {
-                                        gate: b.linear_from_f32(
-                                            inter,
+                                        gate_up: b.linear_from_f32(
+                                            2 * inter,
                                             h,
-                                            gu[g0..g0 + inter * h].to_vec(),
-                                        ),
-                                        up: b.linear_from_f32(
-                                            inter,
-                                            h,
-                                            gu[g0 + inter * h..g0 + 2 * inter * h].to_vec(),
+                                            gu[g0..g0 + 2 * inter * h].to_vec(),
                                         ),
                                         down: b.linear_from_f32(
                                             h,
@@ -449,39 +466,41 @@ impl<B: Backend> Qwen35<B> {
         let eps = self.config.rms_norm_eps;
         let zc = NormWeight::ZeroCentred;
         let AttnShape {
-            n_heads, head_dim, ..
+            n_heads,
+            n_kv_heads,
+            head_dim,
         } = self.shape;
         let h = b.rmsnorm(x, &l.input_norm, eps, zc);
         // The mixer's output before its out projection, and that projection.
         let (pre, out_w) = match &l.mixer {
             Mixer::Attention {
-                q_proj,
-                k_proj,
-                v_proj,
+                wqkv,
                 o_proj,
                 q_norm,
                 k_norm,
             } => {
-                let qg = b.linear(&h, q_proj, None);
+                let qkv = b.linear(&h, wqkv, None);
+                let (qg_w, kv_w) = (2 * n_heads * head_dim, n_kv_heads * head_dim);
+                let qg = b.slice_cols(&qkv, 0, qg_w);
                 let (q, gate) = b.split_heads(&qg, n_heads, head_dim, head_dim);
                 let mut q = b.rmsnorm(&q, q_norm, eps, zc);
-                let mut k = b.rmsnorm(&b.linear(&h, k_proj, None), k_norm, eps, zc);
-                let v = b.linear(&h, v_proj, None);
+                let mut k = b.rmsnorm(&b.slice_cols(&qkv, qg_w, kv_w), k_norm, eps, zc);
+                let v = b.slice_cols(&qkv, qg_w + kv_w, kv_w);
                 let a = b.rope_attention(kv, li, &mut q, &mut k, &v, head_dim, &self.rope);
                 (b.sigmoid_gate(&a, &gate), o_proj)
             }
             Mixer::Gdn {
-                in_qkv,
-                in_z,
-                in_b,
-                in_a,
+                in_proj,
                 params,
                 out_proj,
             } => {
-                let mixed = b.linear(&h, in_qkv, None);
-                let z = b.linear(&h, in_z, None);
-                let bb = b.linear(&h, in_b, None);
-                let aa = b.linear(&h, in_a, None);
+                let d = self.gdn_dims.expect("a GDN layer has GDN dimensions");
+                let all = b.linear(&h, in_proj, None);
+                let (qkv_w, z_w) = (d.conv_dim(), d.value_dim());
+                let mixed = b.slice_cols(&all, 0, qkv_w);
+                let z = b.slice_cols(&all, qkv_w, z_w);
+                let bb = b.slice_cols(&all, qkv_w + z_w, d.hv);
+                let aa = b.slice_cols(&all, qkv_w + z_w + d.hv, d.hv);
                 let st = gdn.expect("a GDN layer has a GDN state");
                 (b.gdn(params, st, &mixed, &z, &aa, &bb), out_proj)
             }
