@@ -142,8 +142,8 @@ pub const PREFILL_TILES: [usize; 3] = [16, 32, 64];
 /// Head sizes the tiled prefill template is instantiated for (and where it replaces the
 /// flash prefill: 2.7x faster at SmolLM2's shape, 1.7x at head size 256 on the H200).
 pub const TILED_HEAD_DIMS: [usize; 3] = [64, 128, 256];
-/// Query vectors per block of the tiled prefill route. 64 measured within 2% of 32 at
-/// every benched shape (bench/kernels/attn-v2), so it is not instantiated.
+/// Query vectors per block of the tiled prefill route. 64 was never more than 2% faster
+/// than 32 and up to 1.4x slower at t = 512 (bench/kernels/attn-v2/run1): not instantiated.
 pub const TILED_TILES: [usize; 1] = [32];
 /// The tiled prefill route's default block.
 const TILED_DEFAULT: usize = 32;
