@@ -108,6 +108,9 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
     if wanted(ops::rope::instantiations()) {
         outcomes.extend(ops::rope::qualify(gpu, &mut rng)?);
     }
+    if wanted(ops::loss::instantiations()) {
+        outcomes.extend(ops::loss::qualify(gpu, &mut rng)?);
+    }
     outcomes.retain(|o| matches(&o.route));
     Ok(outcomes)
 }

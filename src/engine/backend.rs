@@ -188,6 +188,22 @@ pub trait Backend: Clone + Send + Sync {
     fn scatter_add_rows(&self, out: &mut Self::Act, x: &Self::Act, rows: &[usize], scale: &[f32]);
     /// Row-wise softmax (f64 accumulation).
     fn softmax(&self, x: &Self::Act) -> Self::Act;
+    /// Per row `r` of `logits [rows, vocab]`: `-log softmax(logits[r])[targets[r]]` in nats,
+    /// i.e. `logsumexp(row) - row[target]` (what perplexity scores), without the logits
+    /// leaving the backend. Non-finite where the row holds a NaN or an infinity. The
+    /// default downloads the rows and computes [`crate::perplexity::nll_of`] (f64) on the
+    /// host, spread over the cores. Panics unless there is one target per row, each inside
+    /// its row.
+    fn nll_rows(&self, logits: &Self::Act, targets: &[u32]) -> Vec<f64> {
+        use rayon::prelude::*;
+        let (rows, vocab) = (self.rows(logits), self.cols(logits));
+        check_nll_targets(rows, vocab, targets);
+        let host = self.to_host(logits);
+        host.par_chunks(vocab.max(1))
+            .zip(targets.par_iter())
+            .map(|(row, &t)| crate::perplexity::nll_of(row, t as usize))
+            .collect()
+    }
 
     // Captured decode steps (a backend without them keeps the defaults: every step runs
     // op by op). The protocol, driven by `arch::Model::forward` for single-token steps:
@@ -209,5 +225,18 @@ pub trait Backend: Clone + Send + Sync {
     /// cache had before the step) and returns its logits.
     fn end_step_capture(&self, _cache: &mut Self::KvCache, _id: u32) -> Vec<f32> {
         unreachable!("end_step_capture without a capture")
+    }
+}
+
+/// The checks of [`Backend::nll_rows`]: one target per row, each inside its row.
+pub fn check_nll_targets(rows: usize, vocab: usize, targets: &[u32]) {
+    assert_eq!(
+        targets.len(),
+        rows,
+        "nll_rows: {} targets for {rows} rows",
+        targets.len()
+    );
+    if let Some(&t) = targets.iter().find(|&&t| t as usize >= vocab) {
+        panic!("nll_rows: target {t} outside rows of {vocab} logits");
     }
 }

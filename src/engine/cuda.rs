@@ -1044,6 +1044,33 @@ impl Backend for CudaBackend {
         y
     }
 
+    fn nll_rows(&self, logits: &CudaAct, targets: &[u32]) -> Vec<f64> {
+        super::backend::check_nll_targets(logits.rows, logits.cols, targets);
+        if targets.is_empty() {
+            return Vec::new();
+        }
+        self.not_capturing("nll_rows");
+        let t = ok("uploading targets", self.gpu.upload(targets));
+        // SAFETY: the kernel writes one value per row.
+        let out = ok(
+            "allocating",
+            unsafe { self.gpu.stream().alloc::<f64>(logits.rows) }
+                .map_err(|e| GpuError::driver("allocating device memory", e)),
+        );
+        ok(
+            "nll_rows",
+            crate::ops::loss::nll_rows(
+                &self.gpu,
+                self.ptr(logits),
+                self.slice_ptr(&t),
+                self.slice_ptr(&out),
+                logits.rows,
+                logits.cols,
+            ),
+        );
+        ok("downloading the nlls", self.gpu.download(&out))
+    }
+
     fn replay_step(&self, cache: &mut CudaKvCache, id: u32) -> Option<Vec<f32>> {
         let pos = cache.len;
         let (capacity, out_len) = {

@@ -16,6 +16,7 @@ pub fn all() -> Vec<KernelSpec> {
     specs.extend(crate::ops::attention::instantiations());
     specs.extend(crate::ops::elementwise::instantiations());
     specs.extend(crate::ops::rope::instantiations());
+    specs.extend(crate::ops::loss::instantiations());
     specs
 }
 
