@@ -18,7 +18,7 @@
 use std::time::Instant;
 
 use crate::engine::backend::Backend;
-use crate::model::arch::{forward_chunked, CausalLm, LogitsWanted};
+use crate::model::arch::{nll_chunked, CausalLm};
 
 /// How the token sequence is cut into windows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -64,7 +64,7 @@ pub enum PerplexityError {
     TokenOutOfVocab { id: u32, pos: usize, vocab: usize },
     #[error("the BOS id {id} is outside the model's vocabulary of {vocab}")]
     BosOutOfVocab { id: u32, vocab: usize },
-    #[error("the model returned {got} logits for a window of {len} tokens; {want} were expected")]
+    #[error("the model returned {got} scores for a window of {len} tokens; {want} were expected")]
     LogitsShape { got: usize, len: usize, want: usize },
     #[error("the model gave a non-finite log-probability for the token at position {pos} (window {window})")]
     NonFinite { pos: usize, window: usize },
@@ -257,7 +257,12 @@ pub fn score<B: Backend, M: CausalLm<B>>(
 }
 
 /// As [`score`], each window run as chunks of at most `prefill_chunk` tokens
-/// (`--prefill-chunk`; `None`: one forward per window), their logits concatenated.
+/// (`--prefill-chunk`; `None`: one forward per window).
+///
+/// The model scores each window itself ([`nll_chunked`], i.e. [`CausalLm::nll_rows`]): the
+/// head runs on the scored rows only and, on a GPU, the log-softmax too, so no logits come
+/// back to the host; the NLLs are the f64 `-log softmax(logits at t-1)[ids[t]]` of
+/// [`nll_of`] (the cpu backend computes exactly that on the same logits).
 pub fn score_chunked<B: Backend, M: CausalLm<B>>(
     model: &M,
     ids: &[u32],
@@ -290,23 +295,14 @@ pub fn score_chunked<B: Backend, M: CausalLm<B>>(
             input[0] = b;
         }
         let mut state = model.new_state();
-        let logits = forward_chunked(model, &mut state, &input, LogitsWanted::All, prefill_chunk);
-        if logits.len() != w.len * vocab {
+        let nlls = nll_chunked(model, &mut state, &input, w.score_from, prefill_chunk);
+        if nlls.len() != w.scored() {
             return Err(PerplexityError::LogitsShape {
-                got: logits.len(),
+                got: nlls.len(),
                 len: w.len,
-                want: w.len * vocab,
+                want: w.scored(),
             });
         }
-        // The log-softmax of a window's rows costs more than the GPU's forward at a large
-        // vocabulary: spread it over the cores, then accumulate in order (same sums).
-        let nlls: Vec<f64> = {
-            use rayon::prelude::*;
-            (w.score_from..w.len)
-                .into_par_iter()
-                .map(|t| nll_of(&logits[(t - 1) * vocab..t * vocab], input[t] as usize))
-                .collect()
-        };
         for (t, nll) in (w.score_from..w.len).zip(nlls) {
             if !nll.is_finite() {
                 return Err(PerplexityError::NonFinite {
@@ -339,6 +335,7 @@ pub fn score_chunked<B: Backend, M: CausalLm<B>>(
 mod tests {
     use super::*;
     use crate::engine::CpuBackend;
+    use crate::model::arch::LogitsWanted;
 
     fn w(start: usize, len: usize, score_from: usize) -> Window {
         Window {
@@ -606,5 +603,150 @@ mod tests {
             Err(PerplexityError::TokenOutOfVocab { id: 9, pos: 2, .. })
         ));
         assert!(bad.seen.borrow().is_empty());
+    }
+
+    /// A model whose logits are a function of (absolute position, token), with a state that
+    /// carries the position across chunks; `short` drops the last row of every forward.
+    struct Positional {
+        vocab: usize,
+        short: bool,
+    }
+
+    impl Positional {
+        fn row(&self, pos: usize, t: u32) -> Vec<f32> {
+            (0..self.vocab)
+                .map(|v| ((t as usize * 31 + v * 17 + pos * 7) % 13) as f32 * 0.5 - 2.0)
+                .collect()
+        }
+    }
+
+    impl CausalLm<CpuBackend> for Positional {
+        type State = usize;
+        fn new_state(&self) -> usize {
+            0
+        }
+        fn position(&self, s: &usize) -> usize {
+            *s
+        }
+        fn vocab_size(&self) -> usize {
+            self.vocab
+        }
+        fn forward(&self, s: &mut usize, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
+            assert_eq!(want, LogitsWanted::All);
+            let p0 = *s;
+            *s += ids.len();
+            let rows = ids.len() - usize::from(self.short);
+            (0..rows).flat_map(|i| self.row(p0 + i, ids[i])).collect()
+        }
+    }
+
+    #[test]
+    fn the_default_nll_is_the_host_computation() {
+        use crate::model::arch::forward_chunked;
+        let m = Positional {
+            vocab: 11,
+            short: false,
+        };
+        let ids: Vec<u32> = (0..23).map(|i| (i * 7 % 11) as u32).collect();
+        let mut s = m.new_state();
+        let logits = m.forward(&mut s, &ids, LogitsWanted::All);
+        let host: Vec<f64> = (1..ids.len())
+            .map(|t| nll_of(&logits[(t - 1) * 11..t * 11], ids[t] as usize))
+            .collect();
+        for score_from in 1..=ids.len() {
+            let mut s = m.new_state();
+            let got = m.nll(&mut s, &ids, score_from);
+            assert_eq!(got, host[score_from - 1..], "score_from {score_from}");
+            assert_eq!(s, ids.len(), "the state advances over every token");
+            // In chunks (the rows before the scored range, and a scored row whose target
+            // opens the next chunk): the same values, the same position.
+            for chunk in [1, 2, 5, 22, 23, 40] {
+                let mut s = m.new_state();
+                let got = nll_chunked(&m, &mut s, &ids, score_from, Some(chunk));
+                assert_eq!(
+                    got,
+                    host[score_from - 1..],
+                    "score_from {score_from} chunk {chunk}"
+                );
+                assert_eq!(s, ids.len());
+                let mut s = m.new_state();
+                let l = forward_chunked(&m, &mut s, &ids, LogitsWanted::All, Some(chunk));
+                assert_eq!(l, logits);
+            }
+        }
+        // nll_rows: any rows against any targets.
+        let mut s = m.new_state();
+        let got = m.nll_rows(&mut s, &ids, 4, &[3, 0, 10]);
+        let want: Vec<f64> = (0..3)
+            .map(|i| nll_of(&logits[(4 + i) * 11..(5 + i) * 11], [3, 0, 10][i]))
+            .collect();
+        assert_eq!(got, want);
+        let mut s = m.new_state();
+        assert!(m.nll_rows(&mut s, &ids, 23, &[]).is_empty());
+    }
+
+    #[test]
+    fn scoring_checks_the_models_answer() {
+        let ids: Vec<u32> = (0..20).map(|i| (i * 5 % 9) as u32).collect();
+        let plan = plan_windows(ids.len(), 8, 4, Method::Stride).unwrap();
+        // Chunked scoring of a position-dependent model equals the unchunked scoring.
+        let m = Positional {
+            vocab: 9,
+            short: false,
+        };
+        let whole = score(&m, &ids, &plan, Some(8), |_| {}).unwrap();
+        for chunk in [1, 3, 7] {
+            let t = score_chunked(&m, &ids, &plan, Some(8), Some(chunk), |_| {}).unwrap();
+            assert_eq!(t.stats, whole.stats, "chunk {chunk}");
+        }
+        // Logits of the wrong shape are refused, not scored.
+        let short = Positional {
+            vocab: 9,
+            short: true,
+        };
+        assert_eq!(
+            score(&short, &ids, &plan, None, |_| {}).unwrap_err(),
+            PerplexityError::LogitsShape {
+                got: 0,
+                len: 8,
+                want: 7
+            }
+        );
+    }
+
+    /// A model whose logits are NaN after token 3.
+    struct Broken;
+
+    impl CausalLm<CpuBackend> for Broken {
+        type State = usize;
+        fn new_state(&self) -> usize {
+            0
+        }
+        fn position(&self, s: &usize) -> usize {
+            *s
+        }
+        fn vocab_size(&self) -> usize {
+            4
+        }
+        fn forward(&self, s: &mut usize, ids: &[u32], _: LogitsWanted) -> Vec<f32> {
+            *s += ids.len();
+            ids.iter()
+                .flat_map(|&t| [if t == 3 { f32::NAN } else { 1.0 }, 0.0, 0.0, 0.0])
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_non_finite_nll_names_its_position() {
+        let ids = [1u32, 2, 0, 1, 2, 0, 3, 1, 2, 0];
+        let plan = plan_windows(ids.len(), 4, 2, Method::Stride).unwrap();
+        // The third window, [4, 8), scores 6 and 7; 7 is predicted after the 3 at 6.
+        assert_eq!(plan[2], w(4, 4, 2));
+        for chunk in [None, Some(1), Some(3)] {
+            assert_eq!(
+                score_chunked(&Broken, &ids, &plan, None, chunk, |_| {}).unwrap_err(),
+                PerplexityError::NonFinite { pos: 7, window: 2 }
+            );
+        }
     }
 }

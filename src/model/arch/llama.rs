@@ -9,7 +9,8 @@
 //! products are invariant under the same permutation of q and k; v/o are not permuted).
 
 use super::{
-    check_options, tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted, VocabValues,
+    check_nll_rows, check_options, tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted,
+    VocabValues,
 };
 use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
 use crate::model::precision::PrecisionOptions;
@@ -224,6 +225,46 @@ impl<B: Backend> CausalLm<B> for Llama<B> {
 
     fn forward(&self, state: &mut LlamaState<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
         let b = &self.backend;
+        let x = self.blocks(state, ids);
+        let x = match want {
+            LogitsWanted::Last => b.slice_rows(&x, b.rows(&x) - 1, 1),
+            LogitsWanted::All => x,
+        };
+        b.to_host(&self.head_logits(&x))
+    }
+
+    fn nll_rows(
+        &self,
+        state: &mut LlamaState<B>,
+        ids: &[u32],
+        first_row: usize,
+        targets: &[u32],
+    ) -> Vec<f64> {
+        check_nll_rows(ids.len(), first_row, targets.len());
+        let x = self.blocks(state, ids);
+        if targets.is_empty() {
+            return Vec::new();
+        }
+        let b = &self.backend;
+        let logits = self.head_logits(&b.slice_rows(&x, first_row, targets.len()));
+        b.nll_rows(&logits, targets)
+    }
+}
+
+impl<B: Backend> Llama<B> {
+    /// The final norm and the head on hidden rows `x`: their logits.
+    fn head_logits(&self, x: &B::Act) -> B::Act {
+        let b = &self.backend;
+        let eps = self.config.rms_norm_eps;
+        let x = b.rmsnorm(x, &self.final_norm, eps, NormWeight::Plain);
+        let head = self.head.as_ref().unwrap_or(&self.embed);
+        b.linear(&x, head, None)
+    }
+
+    /// Every block on `ids` (at the positions after the cache's, which it advances): the
+    /// residual stream before the final norm, `[ids.len(), hidden]`.
+    fn blocks(&self, state: &mut LlamaState<B>, ids: &[u32]) -> B::Act {
+        let b = &self.backend;
         let eps = self.config.rms_norm_eps;
         let head_dim = self.shape.head_dim;
         let mut x = b.embedding(&self.embed, ids);
@@ -252,12 +293,6 @@ impl<B: Backend> CausalLm<B> for Llama<B> {
             b.linear_add(&mut x, &b.swiglu(&g, &u), &l.down, None);
         }
         b.kv_advance(&mut state.kv, ids.len());
-        let x = match want {
-            LogitsWanted::Last => b.slice_rows(&x, b.rows(&x) - 1, 1),
-            LogitsWanted::All => x,
-        };
-        let x = b.rmsnorm(&x, &self.final_norm, eps, NormWeight::Plain);
-        let head = self.head.as_ref().unwrap_or(&self.embed);
-        b.to_host(&b.linear(&x, head, None))
+        x
     }
 }

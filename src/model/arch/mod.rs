@@ -58,6 +58,61 @@ pub trait CausalLm<B: Backend> {
     /// Runs `ids` (at positions `position(state)..`) through the model, appending them to
     /// `state`, and returns logits `[rows, vocab]` row-major (`rows` is 1 or `ids.len()`).
     fn forward(&self, state: &mut Self::State, ids: &[u32], want: LogitsWanted) -> Vec<f32>;
+
+    /// Runs `ids` through the model as [`CausalLm::forward`] does (appending them to
+    /// `state`) and returns, for each `i < targets.len()`, the negative log-likelihood in
+    /// nats of `targets[i]` under the logits of row `first_row + i`:
+    /// `-log softmax(logits)[targets[i]]`, no logits returned. The architectures apply the
+    /// final norm and the head to those rows only (to none when there are no targets) and
+    /// score them on the backend ([`Backend::nll_rows`]). The default runs
+    /// [`CausalLm::forward`] for every row and computes [`crate::perplexity::nll_of`] on the
+    /// host; if the logits are not `ids.len()` rows of the vocabulary it returns nothing
+    /// (callers check the count). Panics unless `first_row + targets.len() <= ids.len()`.
+    fn nll_rows(
+        &self,
+        state: &mut Self::State,
+        ids: &[u32],
+        first_row: usize,
+        targets: &[u32],
+    ) -> Vec<f64> {
+        use rayon::prelude::*;
+        check_nll_rows(ids.len(), first_row, targets.len());
+        let vocab = self.vocab_size();
+        let logits = self.forward(state, ids, LogitsWanted::All);
+        if logits.len() != ids.len() * vocab {
+            return Vec::new();
+        }
+        targets
+            .par_iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let r = first_row + i;
+                crate::perplexity::nll_of(&logits[r * vocab..(r + 1) * vocab], t as usize)
+            })
+            .collect()
+    }
+
+    /// The negative log-likelihood of each token `ids[t]`, `t in score_from..ids.len()`,
+    /// given the tokens before it (the logits of row `t - 1`), running all of `ids` through
+    /// the model: [`CausalLm::nll_rows`] of rows `score_from - 1 .. ids.len() - 1`. Panics
+    /// unless `1 <= score_from <= ids.len()`.
+    fn nll(&self, state: &mut Self::State, ids: &[u32], score_from: usize) -> Vec<f64> {
+        assert!(
+            score_from >= 1 && score_from <= ids.len(),
+            "nll: scoring from {score_from} in {} tokens",
+            ids.len()
+        );
+        self.nll_rows(state, ids, score_from - 1, &ids[score_from..])
+    }
+}
+
+/// The checks of [`CausalLm::nll_rows`]: the scored rows lie inside the block.
+pub fn check_nll_rows(len: usize, first_row: usize, targets: usize) {
+    assert!(
+        first_row + targets <= len,
+        "nll_rows: rows {first_row}..{} of a block of {len}",
+        first_row + targets
+    );
 }
 
 /// Runs `ids` through `model` as consecutive chunks of at most `chunk` tokens (`None`: one
@@ -83,6 +138,39 @@ pub fn forward_chunked<B: Backend, M: CausalLm<B> + ?Sized>(
             LogitsWanted::All => out.extend(logits),
             LogitsWanted::Last => out = logits,
         }
+    }
+    out
+}
+
+/// As [`CausalLm::nll`], `ids` run as consecutive chunks of at most `chunk` tokens (`None`:
+/// one block), each continuing the state the previous one left: the same values as one
+/// block up to rounding. A chunk's rows that predict a scored token (the first token of the
+/// next chunk included) are scored with it; chunks before the scored range compute no head.
+/// Panics on a chunk of 0 or unless `1 <= score_from <= ids.len()`.
+pub fn nll_chunked<B: Backend, M: CausalLm<B> + ?Sized>(
+    model: &M,
+    state: &mut M::State,
+    ids: &[u32],
+    score_from: usize,
+    chunk: Option<usize>,
+) -> Vec<f64> {
+    assert!(chunk != Some(0), "a prefill chunk holds at least one token");
+    assert!(
+        score_from >= 1 && score_from <= ids.len(),
+        "nll: scoring from {score_from} in {} tokens",
+        ids.len()
+    );
+    let n = chunk.unwrap_or(ids.len()).max(1);
+    if ids.len() <= n {
+        return model.nll(state, ids, score_from);
+    }
+    let mut out = Vec::with_capacity(ids.len() - score_from);
+    for (k, piece) in ids.chunks(n).enumerate() {
+        let (start, end) = (k * n, k * n + piece.len());
+        // Row r predicts ids[r + 1]; the scored rows are score_from - 1 .. ids.len() - 1.
+        let lo = (score_from - 1).clamp(start, end);
+        let hi = (ids.len() - 1).clamp(lo, end);
+        out.extend(model.nll_rows(state, piece, lo - start, &ids[lo + 1..hi + 1]));
     }
     out
 }
@@ -341,6 +429,20 @@ impl<B: Backend> CausalLm<B> for Model<B> {
             }
         }
         self.forward_ops(state, ids, want)
+    }
+
+    fn nll_rows(
+        &self,
+        state: &mut ModelState<B>,
+        ids: &[u32],
+        first_row: usize,
+        targets: &[u32],
+    ) -> Vec<f64> {
+        match (self, state) {
+            (Model::Llama(m), ModelState::Llama(s)) => m.nll_rows(s, ids, first_row, targets),
+            (Model::Qwen35(m), ModelState::Qwen35(s)) => m.nll_rows(s, ids, first_row, targets),
+            _ => panic!("a state from another model"),
+        }
     }
 }
 

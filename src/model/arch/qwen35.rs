@@ -3,7 +3,9 @@
 //! attention layers per `layer_types`, SwiGLU MLP, zero-centred RMSNorms (plain weight for
 //! the GDN output norm), partial NeoX RoPE.
 
-use super::{tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted, VocabValues};
+use super::{
+    check_nll_rows, tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted, VocabValues,
+};
 use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
 use crate::model::precision::PrecisionOptions;
 use crate::model::{Architecture, ModelConfig, ModelFiles};
@@ -449,6 +451,29 @@ impl<B: Backend> CausalLm<B> for Qwen35<B> {
     fn forward(&self, state: &mut Qwen35State<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
         self.forward_with_hidden(state, ids, want).0
     }
+
+    fn nll_rows(
+        &self,
+        state: &mut Qwen35State<B>,
+        ids: &[u32],
+        first_row: usize,
+        targets: &[u32],
+    ) -> Vec<f64> {
+        check_nll_rows(ids.len(), first_row, targets.len());
+        let x = self.blocks(state, ids);
+        if targets.is_empty() {
+            return Vec::new();
+        }
+        let b = &self.backend;
+        let hidden = b.rmsnorm(
+            &b.slice_rows(&x, first_row, targets.len()),
+            &self.final_norm,
+            self.config.rms_norm_eps,
+            NormWeight::ZeroCentred,
+        );
+        let head = self.head.as_ref().unwrap_or(&self.embed);
+        b.nll_rows(&b.linear(&hidden, head, None), targets)
+    }
 }
 
 impl<B: Backend> Qwen35<B> {
@@ -548,6 +573,18 @@ impl<B: Backend> Qwen35<B> {
         b.to_host(&b.linear(x, head, None))
     }
 
+    /// Every block on `ids` (at the positions after the cache's, which it advances): the
+    /// residual stream before the final norm, `[ids.len(), hidden]`.
+    fn blocks(&self, state: &mut Qwen35State<B>, ids: &[u32]) -> B::Act {
+        let b = &self.backend;
+        let mut x = b.embedding(&self.embed, ids);
+        for (li, l) in self.layers.iter().enumerate() {
+            self.block(l, &mut x, &mut state.kv, li, state.gdn[li].as_mut());
+        }
+        b.kv_advance(&mut state.kv, ids.len());
+        x
+    }
+
     /// As [`CausalLm::forward`], also returning the post-final-norm hidden states of every
     /// row (what the MTP layer consumes).
     pub fn forward_with_hidden(
@@ -557,11 +594,7 @@ impl<B: Backend> Qwen35<B> {
         want: LogitsWanted,
     ) -> (Vec<f32>, B::Act) {
         let b = &self.backend;
-        let mut x = b.embedding(&self.embed, ids);
-        for (li, l) in self.layers.iter().enumerate() {
-            self.block(l, &mut x, &mut state.kv, li, state.gdn[li].as_mut());
-        }
-        b.kv_advance(&mut state.kv, ids.len());
+        let x = self.blocks(state, ids);
         let hidden = b.rmsnorm(
             &x,
             &self.final_norm,
