@@ -24,6 +24,7 @@ fn route(key: &str, entry: &str, us: f64) -> Route {
         default_entry: "gemm_default".into(),
         default_us: 2.0 * us,
         candidates: 4,
+        times_us: Vec::new(),
     }
 }
 

@@ -26,6 +26,15 @@ impl Fingerprint {
         }
     }
 
+    /// The fingerprint of a device this process has opened: the NVRTC this process loads
+    /// and the template set it compiles from (`$NINFER_TEMPLATES` or the embedded one).
+    pub fn of_device(props: &DeviceProps) -> Result<Self, String> {
+        let nvrtc = props
+            .nvrtc_version
+            .ok_or_else(|| "NVRTC is not available, so no kernel can be compiled".to_string())?;
+        Ok(Self::of(props, nvrtc, &template_set_hash()?))
+    }
+
     /// A short stable id: the first 16 hex digits of blake3 over the fields.
     pub fn id(&self) -> String {
         let canonical = format!(
@@ -40,6 +49,13 @@ impl Fingerprint {
         );
         blake3::hash(canonical.as_bytes()).to_hex()[..16].to_string()
     }
+}
+
+/// The hash of the template set this process compiles kernels from.
+pub fn template_set_hash() -> Result<String, String> {
+    crate::jit::Jit::global()
+        .map(|j| j.templates().hash().to_string())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

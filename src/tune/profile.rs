@@ -71,6 +71,11 @@ pub struct Route {
     pub default_us: f64,
     /// How many candidates were timed.
     pub candidates: u32,
+    /// Every candidate's median in microseconds, in candidate order (`inf`: failed its
+    /// qualification or did not run). Optional: `ninfer tune compare` reads it to tell a
+    /// clear choice from one within the noise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub times_us: Vec<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -296,24 +301,28 @@ pub enum ProfileChoice {
 /// else the first `*.toml` in `dir` (by file name) whose fingerprint id matches. Profiles for
 /// another device or template set, and unreadable ones, are named in the notice.
 pub fn select(current: &Fingerprint, dir: &Path, override_path: Option<&Path>) -> ProfileChoice {
+    select_in(current, &[dir.to_path_buf()], override_path).0
+}
+
+/// [`select`] over several folders searched in order (the first match wins; a folder that
+/// does not exist is skipped). Also returns the path of the profile chosen.
+pub fn select_in(
+    current: &Fingerprint,
+    dirs: &[PathBuf],
+    override_path: Option<&Path>,
+) -> (ProfileChoice, Option<PathBuf>) {
     let paths: Vec<PathBuf> = match override_path {
         Some(p) => vec![p.to_path_buf()],
-        None => {
-            let mut v: Vec<PathBuf> = fs::read_dir(dir)
-                .map(|rd| {
-                    rd.filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
-                        .collect()
-                })
-                .unwrap_or_default();
-            v.sort();
-            v
-        }
+        None => dirs.iter().flat_map(|d| profiles_in(d)).collect(),
     };
     if paths.is_empty() {
-        return ProfileChoice::Heuristics {
-            notice: format!("no tuning profile in {}; {SUGGESTION}", dir.display()),
+        let places: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        let notice = match places.len() {
+            0 => format!("no tuning profile was looked for; {SUGGESTION}"),
+            1 => format!("no tuning profile in {}; {SUGGESTION}", places[0]),
+            _ => format!("no tuning profile in {}; {SUGGESTION}", places.join(", ")),
         };
+        return (ProfileChoice::Heuristics { notice }, None);
     }
     let id = current.id();
     let mut reasons = Vec::new();
@@ -329,7 +338,7 @@ pub fn select(current: &Fingerprint, dir: &Path, override_path: Option<&Path>) -
                         p.device.id
                     ));
                 } else if p.device.id == id {
-                    return ProfileChoice::Use(p);
+                    return (ProfileChoice::Use(p), Some(path.clone()));
                 } else {
                     reasons.push(format!(
                         "{} is for {}, this is {} (differs in {})",
@@ -342,12 +351,25 @@ pub fn select(current: &Fingerprint, dir: &Path, override_path: Option<&Path>) -
             }
         }
     }
-    ProfileChoice::Heuristics {
-        notice: format!("{}; {SUGGESTION}", reasons.join("; ")),
-    }
+    let notice = format!("ignored {}; {SUGGESTION}", reasons.join("; "));
+    (ProfileChoice::Heuristics { notice }, None)
 }
 
-fn describe(fp: &Fingerprint) -> String {
+/// The `*.toml` files of `dir`, by file name (none where `dir` cannot be read).
+fn profiles_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// One line for a fingerprint: name, compute capability, SMs, NVRTC, template set.
+pub fn describe(fp: &Fingerprint) -> String {
     let hash: String = fp.template_set_hash.chars().take(12).collect();
     format!(
         "{} (cc {}.{}, {} SMs, NVRTC {}.{}) with template set {hash}...",
@@ -360,7 +382,7 @@ fn describe(fp: &Fingerprint) -> String {
     )
 }
 
-fn differences(a: &Fingerprint, b: &Fingerprint) -> Vec<&'static str> {
+pub fn differences(a: &Fingerprint, b: &Fingerprint) -> Vec<&'static str> {
     let mut d = Vec::new();
     if a.name != b.name {
         d.push("device name");

@@ -1,0 +1,229 @@
+//! The `linear_exact` route family: the stream GEMV's work split per weight format, column
+//! tile and exact weight shape (`ops::linear_exact`). The engine's decode path runs every
+//! linear layer of at most 8 rows through it (`engine::cuda`), with the split
+//! [`stream_tile`](crate::ops::linear_exact::stream_tile) chose on the 27B shapes unless a
+//! profile says otherwise.
+//!
+//! Key: `linear_exact/<format>/t<tt>/n<N>/k<K>`, where `tt` is the column tile the kernel
+//! is launched with (1, 2, 4 or 8: the smallest that holds T, so it equals T's bucket for
+//! T <= 8; a T of 9 or more that the tiled sgemm route cannot take runs as several launches
+//! of 8 columns and uses the `t8` route). The candidates are
+//! [`stream_tiles`](crate::ops::linear_exact::stream_tiles)`(tt)`, the default first, each
+//! with the plain epilogue: that entry name is what a profile records. The split it names
+//! serves both epilogues (the residual one adds one read of T x N floats to a kernel that
+//! streams N x K weights).
+//!
+//! A profile's entry is mapped back to a split by comparing it with the entry names of this
+//! build's candidates, never by reading the name: an entry no candidate has (the candidate
+//! list or the kernel's naming changed) is not used.
+
+use crate::formats::Format;
+use crate::ops::linear::Epilogue;
+use crate::ops::linear_exact::{stream_supports, stream_tiles, ExactKernel, ExactRoute};
+
+use super::bucket::ShapeKey;
+
+/// The op name's family part.
+pub const FAMILY: &str = "linear_exact";
+
+/// The column tiles the family is tuned at, which are also its token buckets.
+pub const TILES: [u32; 4] = [1, 2, 4, 8];
+
+/// The op name of a key: `linear_exact/<format>`.
+pub fn op(format: &Format) -> String {
+    format!("{FAMILY}/{}", format.name)
+}
+
+/// The key of the route for `format` launched with column tile `tt` on an `[n, k]` weight.
+pub fn key(format: &Format, tt: u32, n: usize, k: usize) -> ShapeKey {
+    assert!(
+        TILES.contains(&tt),
+        "linear_exact: {tt} is not a column tile (1, 2, 4, 8)"
+    );
+    ShapeKey {
+        op: op(format),
+        t_bucket: tt,
+        n,
+        k,
+    }
+}
+
+/// The format a key names, if the key is of this family and the format is registered.
+pub fn format_of(key: &ShapeKey) -> Option<&'static Format> {
+    let name = key.op.strip_prefix(FAMILY)?.strip_prefix('/')?;
+    crate::formats::format(name).ok()
+}
+
+/// Whether this family has anything to tune for `format` (the stream kernel takes it).
+pub fn tunable(format: &Format) -> bool {
+    stream_supports(format)
+}
+
+/// The candidate routes for `format` at column tile `tt` (plain epilogue), the heuristics'
+/// choice first; empty where the stream kernel does not take the format.
+pub fn candidates(format: &'static Format, tt: u32) -> Vec<ExactRoute> {
+    if !tunable(format) || !TILES.contains(&tt) {
+        return Vec::new();
+    }
+    let base = ExactRoute::choose(format, tt as usize, Epilogue::None);
+    let mut v = vec![base.clone()];
+    for &tile in stream_tiles(tt) {
+        let kernel = ExactKernel::Stream(tile);
+        if kernel != base.kernel {
+            v.push(ExactRoute {
+                kernel,
+                ..base.clone()
+            });
+        }
+    }
+    v
+}
+
+/// The split a profile entry names for `format` at tile `tt`: the candidate whose entry name
+/// is `entry`, if any.
+pub fn kernel_for(format: &'static Format, tt: u32, entry: &str) -> Option<ExactKernel> {
+    candidates(format, tt)
+        .into_iter()
+        .find(|r| r.spec().entry == entry)
+        .map(|r| r.kernel)
+}
+
+/// A short name of a candidate for tables: the part of its entry name after the column
+/// tile (`r4_w4_u2`; display only, nothing is read back from it).
+pub fn short(route: &ExactRoute) -> String {
+    let entry = route.spec().entry;
+    let tile = format!("_t{}_", route.tt);
+    match entry.rfind(&tile) {
+        Some(i) => entry[i + tile.len()..].to_string(),
+        None => entry,
+    }
+}
+
+/// `route` with the split the table chose for its shape, where the table has one and
+/// `route` is the heuristics' plain route (no prologue): tuning times the plain kernel, and
+/// every split of it is instantiated with both epilogues. A route with a prologue, or one
+/// the caller chose otherwise, is left as it is (the engine decides for prologue routes
+/// itself, with [`RouteTable::exact`](super::RouteTable::exact)).
+pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usize) {
+    let Some(kernel) = table.exact(route.format, route.tt, n, k) else {
+        return;
+    };
+    if kernel == route.kernel || !matches!(route.kernel, ExactKernel::Stream(_)) {
+        return;
+    }
+    if *route == ExactRoute::choose(route.format, route.tt as usize, route.epilogue) {
+        route.kernel = kernel;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q4() -> &'static Format {
+        crate::formats::format("q4_g64").unwrap()
+    }
+
+    #[test]
+    fn keys_name_the_format_and_the_tile() {
+        let k = key(q4(), 4, 17408, 5120);
+        assert_eq!(k.to_string(), "linear_exact/q4_g64/t4/n17408/k5120");
+        let back: ShapeKey = k.to_string().parse().unwrap();
+        assert_eq!(back, k);
+        assert_eq!(format_of(&back).unwrap().name, "q4_g64");
+        let other: ShapeKey = "linear/t4/n1/k2".parse().unwrap();
+        assert!(format_of(&other).is_none());
+        let unknown: ShapeKey = "linear_exact/q9_g7/t4/n1/k2".parse().unwrap();
+        assert!(format_of(&unknown).is_none());
+    }
+
+    #[test]
+    fn the_table_changes_only_the_plain_route_of_its_key() {
+        use crate::tune::{Profile, Route};
+        let f = q4();
+        let c = candidates(f, 1);
+        let fp = crate::tune::Fingerprint {
+            name: "Test GPU".into(),
+            compute_capability: (9, 0),
+            sm_count: 1,
+            nvrtc_version: (13, 0),
+            template_set_hash: "t".into(),
+        };
+        let mut p = Profile::new(&fp);
+        p.set_route(Route {
+            key: key(f, 1, 576, 576).to_string(),
+            entry: c[1].spec().entry,
+            median_us: 1.0,
+            default_entry: c[0].spec().entry,
+            default_us: 2.0,
+            candidates: c.len() as u32,
+            times_us: Vec::new(),
+        });
+        let (table, _) = super::super::RouteTable::from_profile(&p, std::path::Path::new("p"));
+        for epilogue in [Epilogue::None, Epilogue::Residual] {
+            let mut r = ExactRoute::choose(f, 1, epilogue);
+            apply(&table, &mut r, 576, 576);
+            assert_eq!(r.kernel, c[1].kernel, "{epilogue:?}");
+            assert_eq!(r.epilogue, epilogue);
+            // Another shape or tile keeps the default.
+            let mut r = ExactRoute::choose(f, 1, epilogue);
+            apply(&table, &mut r, 576, 1536);
+            assert_eq!(r.kernel, c[0].kernel);
+            let mut r = ExactRoute::choose(f, 2, epilogue);
+            apply(&table, &mut r, 576, 576);
+            assert_eq!(r, ExactRoute::choose(f, 2, epilogue));
+        }
+        // A route the caller did not take from the heuristics is left alone.
+        let mut r = c[c.len() - 1].clone();
+        apply(&table, &mut r, 576, 576);
+        assert_eq!(r, c[c.len() - 1]);
+    }
+
+    #[test]
+    #[should_panic(expected = "not a column tile")]
+    fn a_key_needs_a_column_tile() {
+        key(q4(), 3, 1, 1);
+    }
+
+    #[test]
+    fn candidates_start_with_the_default_and_cover_every_split() {
+        for name in ["q4_g64", "q8_g32", "q6_g64"] {
+            let f = crate::formats::format(name).unwrap();
+            for tt in TILES {
+                let c = candidates(f, tt);
+                let default = ExactRoute::choose(f, tt as usize, Epilogue::None);
+                assert_eq!(c[0], default, "{name} t{tt}");
+                assert_eq!(c.len(), stream_tiles(tt).len(), "{name} t{tt}");
+                for r in &c {
+                    assert_eq!((r.tt, r.epilogue), (tt, Epilogue::None));
+                }
+                let mut entries: Vec<String> = c.iter().map(|r| r.spec().entry).collect();
+                entries.sort();
+                entries.dedup();
+                assert_eq!(entries.len(), c.len(), "distinct entries");
+            }
+        }
+        // Formats the stream kernel does not take have nothing to tune.
+        for name in ["f32", "bf16", "q4_1_g32", "i8_row"] {
+            assert!(candidates(crate::formats::format(name).unwrap(), 1).is_empty());
+        }
+    }
+
+    #[test]
+    fn entries_map_back_to_their_split_only_by_exact_name() {
+        let f = q4();
+        for tt in TILES {
+            for r in candidates(f, tt) {
+                assert_eq!(kernel_for(f, tt, &r.spec().entry), Some(r.kernel));
+            }
+        }
+        let e = candidates(f, 1)[0].spec().entry;
+        assert_eq!(kernel_for(f, 1, &format!("{e}x")), None);
+        // Another tile's entry is not this tile's candidate.
+        let t8 = candidates(f, 8)[0].spec().entry;
+        assert_eq!(kernel_for(f, 1, &t8), None);
+        // Nor is another format's.
+        let q8 = crate::formats::format("q8_g32").unwrap();
+        assert_eq!(kernel_for(q8, 1, &e), None);
+    }
+}
