@@ -125,6 +125,10 @@ pub struct ModelBenchRecord {
     pub fraction: Option<f64>,
     /// Seconds to build the model on the device (making synthetic weights included).
     pub load_s: f64,
+    /// Where the GPU engine's routes came from: `tuning profile PATH (N routes)` or
+    /// `built-in heuristics` (`None` on the cpu).
+    #[serde(default)]
+    pub routes: Option<String>,
     pub command: String,
 }
 
@@ -380,6 +384,8 @@ pub struct RunInfo {
     /// Weight bytes one decode step reads.
     pub step_bytes: f64,
     pub load_s: f64,
+    /// Where the GPU engine's routes came from (`None` on the cpu).
+    pub routes: Option<String>,
 }
 
 /// Sets a measurement against the floor.
@@ -420,6 +426,7 @@ pub fn record(info: &RunInfo, m: &Measurement) -> ModelBenchRecord {
         floor_us,
         fraction: floor_us.zip(step_us).map(|(f, s)| f / s),
         load_s: info.load_s,
+        routes: info.routes.clone(),
         command: info.command.clone(),
     }
 }
@@ -614,6 +621,7 @@ mod tests {
             copy_bytes_per_s: Some(4e12),
             step_bytes: 4e9,
             load_s: 1.0,
+            routes: Some("built-in heuristics".into()),
         };
         let m = Measurement {
             kind: Kind::Decode,

@@ -297,7 +297,7 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
             "{longest} tokens is more than the model's context of {max} tokens; ask for shorter prompts or fewer decode steps"
         )));
     }
-    let chosen = choose_backend(args.device, gpu_opts)?;
+    let chosen = choose_backend(args.device, &args.gpu)?;
     // What the device holds and what a step reads, in the format it holds linear layers in.
     let held_format = match &chosen {
         Chosen::Cpu(_) => crate::formats::format("f32").expect("registered"),
@@ -353,6 +353,7 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
     let (gpu_name, copy) = match &chosen {
         Chosen::Cpu(_) => (None, None),
         Chosen::Cuda(b) => {
+            eprintln!("routes: {}", b.routes().describe());
             eprintln!("measuring the device copy bandwidth...");
             let copy = crate::bench::measure_copy_bandwidth(b.gpu())?;
             (Some(b.gpu().props().name.clone()), Some(copy))
@@ -379,6 +380,10 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
         copy_bytes_per_s: copy,
         step_bytes: bytes.step,
         load_s: 0.0,
+        routes: match &chosen {
+            Chosen::Cpu(_) => None,
+            Chosen::Cuda(b) => Some(b.routes().describe()),
+        },
     };
     println!(
         "{}{}: {} weights on {}{}; a decode step reads {} of weights{}",

@@ -2,6 +2,7 @@
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::precision::PrecisionArgs;
@@ -12,6 +13,7 @@ use crate::engine::{Backend, CpuBackend};
 use crate::model::arch::{self, CausalLm};
 use crate::model::precision::PrecisionOptions;
 use crate::model::{ChatMessage, ModelFiles};
+use crate::tune::{Fingerprint, ProfileRequest};
 
 /// Where the model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -73,9 +75,32 @@ pub struct GpuArgs {
     /// (slower; for comparing the two).
     #[arg(long)]
     pub no_graphs: bool,
+    /// Run RMSNorm and SwiGLU as launches of their own instead of inside the linear that
+    /// consumes them (slower; for comparing the two).
+    #[arg(long)]
+    pub unfused: bool,
+    /// Take the routes from this tuning profile (it must be for this GPU and this build's
+    /// kernel templates, else it is ignored with a notice). Default: the first matching
+    /// profile in $NINFER_PROFILE_DIR, ./tuning, the source tree's tuning/ and
+    /// <cache>/tuning (`ninfer tune check` says which one and why).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_profile")]
+    pub profile: Option<PathBuf>,
+    /// Use no tuning profile: the built-in heuristics choose every route (to compare with
+    /// a profile).
+    #[arg(long)]
+    pub no_profile: bool,
 }
 
 impl GpuArgs {
+    /// Where the GPU engine takes its routes from.
+    pub fn profile_request(&self) -> ProfileRequest {
+        match (&self.profile, self.no_profile) {
+            (_, true) => ProfileRequest::Off,
+            (Some(p), false) => ProfileRequest::Path(p.clone()),
+            (None, false) => ProfileRequest::Search,
+        }
+    }
+
     pub fn options(&self) -> Result<CudaOptions, CliError> {
         let weights = crate::formats::format(&self.weights)
             .map_err(|e| CliError::usage(format!("--weights: {e}")))?;
@@ -83,6 +108,7 @@ impl GpuArgs {
             weights,
             act: self.activations,
             graphs: !self.no_graphs,
+            fused: !self.unfused,
             ..CudaOptions::default()
         })
     }
@@ -103,11 +129,19 @@ impl Chosen {
     }
 }
 
-/// Opens the backend for `device`: `cuda` insists on a GPU, `auto` takes one when the
-/// driver and a device are there and falls back to the CPU otherwise.
-pub fn choose_backend(device: Device, opts: CudaOptions) -> Result<Chosen, CliError> {
+/// Opens the backend for `device` with the weights and routes `gpu` asks for: `cuda`
+/// insists on a GPU, `auto` takes one when the driver and a device are there and falls back
+/// to the CPU otherwise. The GPU engine takes its routes from the tuning profile that matches
+/// the device (see [`GpuArgs::profile`]), with one notice on stderr where none does.
+pub fn choose_backend(device: Device, gpu: &GpuArgs) -> Result<Chosen, CliError> {
+    let opts = gpu.options()?;
     let has_gpu = || {
         crate::gpu::driver_available() && crate::gpu::list_devices().is_ok_and(|d| !d.is_empty())
+    };
+    let open = || -> Result<CudaBackend, CliError> {
+        let mut b = CudaBackend::open(0, opts)?;
+        take_routes(&mut b, &gpu.profile_request());
+        Ok(b)
     };
     match device {
         Device::Cpu => Ok(Chosen::Cpu(CpuBackend)),
@@ -117,19 +151,39 @@ pub fn choose_backend(device: Device, opts: CudaOptions) -> Result<Chosen, CliEr
                     "--device cuda needs an NVIDIA GPU and its driver, and this machine has none; use --device cpu",
                 ));
             }
-            Ok(Chosen::Cuda(CudaBackend::open(0, opts)?))
+            Ok(Chosen::Cuda(open()?))
         }
         Device::Auto => {
             if has_gpu() {
-                match CudaBackend::open(0, opts) {
+                match open() {
                     Ok(b) => return Ok(Chosen::Cuda(b)),
-                    Err(e) => {
-                        tracing::warn!("the GPU could not be opened ({e}); running on the cpu")
-                    }
+                    Err(e) => tracing::warn!(
+                        "the GPU could not be opened ({}); running on the cpu",
+                        e.message
+                    ),
                 }
             }
             Ok(Chosen::Cpu(CpuBackend))
         }
+    }
+}
+
+/// Gives `b` the routes of the profile `request` resolves to on its device, and prints the
+/// notice (no matching profile, a profile ignored and why) once.
+fn take_routes(b: &mut CudaBackend, request: &ProfileRequest) {
+    match Fingerprint::of_device(b.gpu().props()) {
+        Ok(fp) => {
+            let resolved = crate::tune::resolve(&fp, request, &crate::tune::search_dirs());
+            if let Some(n) = &resolved.notice {
+                crate::tune::routes::print_notice_once(n);
+            }
+            tracing::info!("routes: {}", resolved.table.describe());
+            b.set_routes(Arc::new(resolved.table));
+        }
+        Err(why) if *request != ProfileRequest::Off => crate::tune::routes::print_notice_once(
+            &format!("this device has no fingerprint ({why}); using the built-in heuristics"),
+        ),
+        Err(_) => {}
     }
 }
 
@@ -201,7 +255,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if ids.is_empty() {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
-    match choose_backend(args.device, args.gpu.options()?)? {
+    match choose_backend(args.device, &args.gpu)? {
         Chosen::Cpu(b) => generate_on(&b, &files, &ids, &precision, sampling, args),
         Chosen::Cuda(b) => generate_on(&b, &files, &ids, &precision, sampling, args),
     }

@@ -41,6 +41,7 @@ use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
 use crate::ops::{elementwise, rope, DType, Pos};
+use crate::tune::RouteTable;
 
 /// How the backend stores what the model hands it.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +92,8 @@ pub struct CudaBackend {
     opts: CudaOptions,
     /// Set while a decode step is being captured (shared by the clones the model holds).
     capturing: Arc<Mutex<Option<Capturing>>>,
+    /// The tuned routes of this device's profile (empty: the built-in heuristics).
+    routes: Arc<RouteTable>,
 }
 
 /// What differs while a step is captured: where its inputs and logits live.
@@ -185,7 +188,19 @@ impl CudaBackend {
             gpu: Arc::new(Gpu::open(ordinal)?),
             opts,
             capturing: Arc::new(Mutex::new(None)),
+            routes: Arc::new(RouteTable::heuristics()),
         })
+    }
+
+    /// Takes the routes of a tuning profile (`crate::tune::resolve`); set before the model
+    /// is loaded, so that every clone the model holds shares them.
+    pub fn set_routes(&mut self, routes: Arc<RouteTable>) {
+        self.routes = routes;
+    }
+
+    /// The route table in use.
+    pub fn routes(&self) -> &RouteTable {
+        &self.routes
     }
 
     /// The capture in progress, if any.
@@ -441,7 +456,8 @@ impl CudaBackend {
         let launched = match tiled {
             Some(route) => linear_sgemm::launch(&self.gpu, &route, w, x, r, y, t),
             None => {
-                let route = ExactRoute::choose(w.format, t, epilogue);
+                let mut route = ExactRoute::choose(w.format, t, epilogue);
+                crate::tune::exact::apply(&self.routes, &mut route, w.layout.n, w.layout.k);
                 linear_exact::launch(&self.gpu, &route, w, x, r, y, t)
             }
         };
