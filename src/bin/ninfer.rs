@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ninfer::cli::{self, bench, chat, compare, devices, kernels, qualify, run};
+use ninfer::cli::{self, bench, chat, compare, devices, kernels, qualify, run, tune};
 
 /// ninfer: LLM inference on one NVIDIA GPU, with kernels compiled at run time from templates.
 #[derive(Debug, Parser)]
@@ -35,6 +35,9 @@ enum Command {
         #[command(subcommand)]
         command: bench::BenchCommand,
     },
+    /// Time the route candidates at a model's shapes on this GPU and write its tuning
+    /// profile; compare two runs; check which profile a device would use.
+    Tune(tune::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,5 +51,6 @@ fn main() -> ExitCode {
         Command::Kernels { command } => kernels::run(command),
         Command::Qualify(a) => qualify::run(a),
         Command::Bench { command } => bench::run(command),
+        Command::Tune(a) => tune::run(a),
     })
 }

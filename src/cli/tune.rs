@@ -1,0 +1,723 @@
+//! `ninfer tune`: time the route candidates at a model's shapes on this GPU and write the
+//! device's profile; `ninfer tune compare A B`: two tuning runs side by side; `ninfer tune
+//! check`: which profile the engine would use on a device, and why.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::CliError;
+use crate::formats::Format;
+use crate::gpu::{Gpu, GpuError};
+use crate::model::synthetic::SHAPES_HELP;
+use crate::model::ModelLocation;
+use crate::tune::compare::{self, split_part, Verdict};
+use crate::tune::measure::{self, ExactJob, KeyResult, TuneOptions, BATCH};
+use crate::tune::profile::{describe, ProfileError};
+use crate::tune::routes::{default_profile_path, resolve, search_dirs, ProfileRequest};
+use crate::tune::{exact, shapes, Fingerprint, Profile};
+
+const TUNE_HELP: &str = "\
+Times every candidate route at the shapes of the models given (the linear layers' weight
+shapes N x K, at each token bucket of --tokens) on GPU 0, and writes the winners to the
+device's profile, which every later run on this device loads (see tuning/README.md).
+
+A candidate is timed only if it first passes a qualification check at that shape against
+the f64 host reference; one that fails counts as infinitely slow. Each is timed with CUDA
+events, launched as the engine launches it, over rotating copies of a random weight larger
+than the L2 cache: --reps samples of 20 launches back to back, the median kept. The default
+(the built-in heuristics' choice) is kept unless a challenger beats it by more than --margin;
+ties go to the candidate listed first, so the choice is deterministic.
+
+Route families tuned: linear_exact (the decode path's GEMV for T <= 8: the stream kernel's
+work split per weight format q4_g64 / q5_g64 / q6_g64 / q8_g32, column tile and exact N, K).
+
+Examples:
+  ninfer tune --synthetic qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m
+  ninfer tune --model model.gguf --weights q4_g64,q8_g32 --out tuning/nvidia-h200.toml
+  ninfer tune --synthetic smollm2-135m --dry-run       (what would be timed; no GPU needed)
+  ninfer tune compare run1.toml run2.toml              (do two runs agree?)
+  ninfer tune check                                    (which profile applies here, and why)";
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, after_long_help = TUNE_HELP)]
+pub struct TuneArgs {
+    #[command(subcommand)]
+    pub command: Option<TuneCommand>,
+    #[command(flatten)]
+    pub run: TuneRunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TuneCommand {
+    /// Compare two profiles of one device (two tuning runs): do they pick the same winners
+    /// where the choice is clear of the noise, and do run A's picks beat the heuristics in
+    /// run B's measurements? Exit status 1 if not.
+    Compare(CompareArgs),
+    /// Say which tuning profile the engine would use on this GPU (or on a device described
+    /// by --device-name, --cc, --sms and --nvrtc), or why it would use none. Exit status 1
+    /// when no profile applies.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TuneRunArgs {
+    /// A GGUF file or a Hugging Face model directory whose linear shapes to tune (repeat for
+    /// several). Without --model, --synthetic or --shape: the default model, SmolLM2-135M.
+    #[arg(long, value_name = "PATH")]
+    pub model: Vec<PathBuf>,
+    /// Synthetic models whose shapes to tune, comma-separated or repeated:
+    /// qwen3.6-27b, qwen3.6-35b-a3b, smollm2-135m (shapes: --help).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',', long_help = SHAPES_HELP)]
+    pub synthetic: Vec<String>,
+    /// More weight shapes to tune, as N x K (`--shape 17408x5120`), comma-separated or
+    /// repeated.
+    #[arg(long, value_name = "NxK,...", value_delimiter = ',')]
+    pub shape: Vec<String>,
+    /// Weight formats the linear layers are held in, comma-separated (as `--weights` of
+    /// `ninfer run`; a layer whose width a format cannot take stays f32 and has nothing to
+    /// tune).
+    #[arg(
+        long,
+        value_name = "FORMAT,...",
+        value_delimiter = ',',
+        default_value = "q4_g64"
+    )]
+    pub weights: Vec<String>,
+    /// Token counts to tune for, comma-separated; each stands for its bucket (1, 2, 3-4,
+    /// 5-8). The linear_exact family serves up to 8 tokens.
+    #[arg(
+        long,
+        value_name = "T,...",
+        value_delimiter = ',',
+        default_value = "1,2,4,8"
+    )]
+    pub tokens: Vec<usize>,
+    /// The profile to write (merged with the routes already there for this device; a
+    /// pinned profile is refused). Default: $NINFER_PROFILE_DIR/<device>.toml, else
+    /// <cache>/tuning/<device>.toml, where the engine looks for it.
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Timed samples per candidate (each the mean of 20 launches); the median is kept.
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub reps: usize,
+    /// How much faster, in percent, a challenger must be to replace the default.
+    #[arg(long, value_name = "PERCENT", default_value_t = 3.0)]
+    pub margin: f64,
+    /// Seed of the random weights and inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Also write every candidate's timing and check, one JSON object per key and line.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// List the keys and candidates that would be timed, and stop (no GPU needed).
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The first run's profile (its picks are judged on the second run's timings).
+    pub a: PathBuf,
+    /// The second run's profile.
+    pub b: PathBuf,
+    /// The margin, in percent, both runs were tuned with.
+    #[arg(long, value_name = "PERCENT", default_value_t = 3.0)]
+    pub margin: f64,
+    /// Also write the comparison as one JSON object to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The profile to check (default: search where the engine searches).
+    pub profile: Option<PathBuf>,
+    /// Check against a device described by hand instead of GPU 0: its CUDA name.
+    #[arg(long, value_name = "NAME", requires_all = ["cc", "sms"])]
+    pub device_name: Option<String>,
+    /// The described device's compute capability, as MAJOR.MINOR.
+    #[arg(long, value_name = "X.Y", requires = "device_name")]
+    pub cc: Option<String>,
+    /// The described device's SM count.
+    #[arg(long, value_name = "N", requires = "device_name")]
+    pub sms: Option<u32>,
+    /// The NVRTC version, as MAJOR.MINOR (default: the NVRTC this process loads).
+    #[arg(long, value_name = "X.Y")]
+    pub nvrtc: Option<String>,
+    /// The template-set hash (default: this build's templates).
+    #[arg(long, value_name = "HEX")]
+    pub template_hash: Option<String>,
+}
+
+pub fn run(args: &TuneArgs) -> Result<(), CliError> {
+    match &args.command {
+        Some(TuneCommand::Compare(a)) => compare_cmd(a),
+        Some(TuneCommand::Check(a)) => check_cmd(a),
+        None => tune(&args.run),
+    }
+}
+
+/// What to time: the jobs, and a line per model about its shapes.
+struct Plan {
+    jobs: Vec<ExactJob>,
+    notes: Vec<String>,
+}
+
+fn parse_shape(s: &str) -> Result<(usize, usize), CliError> {
+    let bad = || {
+        CliError::usage(format!(
+            "--shape {s}: give N x K as two numbers, e.g. 17408x5120"
+        ))
+    };
+    let (n, k) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let (n, k) = (n.trim().parse::<usize>(), k.trim().parse::<usize>());
+    match (n, k) {
+        (Ok(n), Ok(k)) if n > 0 && k > 0 => Ok((n, k)),
+        _ => Err(bad()),
+    }
+}
+
+fn tiles_for(tokens: &[usize]) -> Result<Vec<u32>, CliError> {
+    let mut tiles: Vec<u32> = Vec::new();
+    for &t in tokens {
+        if t == 0 || t > 8 {
+            return Err(CliError::usage(format!(
+                "--tokens {t}: the tuned routes serve 1 to 8 tokens (more go through the tiled sgemm route)"
+            )));
+        }
+        let tt = (t as u32).next_power_of_two();
+        if !tiles.contains(&tt) {
+            tiles.push(tt);
+        }
+    }
+    tiles.sort();
+    Ok(tiles)
+}
+
+fn tunable_formats() -> String {
+    crate::formats::registry()
+        .iter()
+        .filter(|f| exact::tunable(f))
+        .map(|f| f.name.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
+    if args.reps < 3 {
+        return Err(CliError::usage("--reps must be at least 3"));
+    }
+    if !(0.0..50.0).contains(&args.margin) {
+        return Err(CliError::usage("--margin is a percentage from 0 to 50"));
+    }
+    let tiles = tiles_for(&args.tokens)?;
+    let mut formats: Vec<&'static Format> = Vec::new();
+    for name in &args.weights {
+        let f =
+            crate::formats::format(name).map_err(|e| CliError::usage(format!("--weights: {e}")))?;
+        if !exact::tunable(f) {
+            return Err(CliError::usage(format!(
+                "--weights {name}: no tuned route serves {name} (the formats with candidates: {})",
+                tunable_formats()
+            )));
+        }
+        if !formats.iter().any(|g| g.name == f.name) {
+            formats.push(f);
+        }
+    }
+    let mut locations: Vec<ModelLocation> = Vec::new();
+    for p in &args.model {
+        locations.push(
+            crate::model::resolve_model(Some(p)).map_err(|e| CliError::usage(e.to_string()))?,
+        );
+    }
+    for name in &args.synthetic {
+        locations.push(ModelLocation::synthetic(name.trim(), 0));
+    }
+    let extra: Vec<(usize, usize)> = args
+        .shape
+        .iter()
+        .map(|s| parse_shape(s))
+        .collect::<Result<_, _>>()?;
+    if locations.is_empty() && extra.is_empty() {
+        locations
+            .push(crate::model::resolve_model(None).map_err(|e| CliError::usage(e.to_string()))?);
+    }
+    // (format, N, K) -> job; BTreeMap for a stable order.
+    let mut wanted: BTreeMap<(String, usize, usize), &'static Format> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let mut add = |label: &str, list: &[(usize, usize)], notes: &mut Vec<String>| {
+        for &f in &formats {
+            let mut kept = 0;
+            let mut f32_layers = 0;
+            for &(n, k) in list {
+                let held = crate::bench::model::held_format(f, k);
+                if exact::tunable(held) && crate::formats::Layout::new(held, n, k).is_ok() {
+                    wanted.insert((held.name.clone(), n, k), held);
+                    kept += 1;
+                } else {
+                    f32_layers += 1;
+                }
+            }
+            notes.push(format!(
+                "{label}: {kept} linear shapes in {}{}",
+                f.name,
+                if f32_layers > 0 {
+                    format!(
+                        " ({f32_layers} more stay f32: their width is not a multiple of its group)"
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    };
+    for loc in &locations {
+        let files = crate::model::open_model(loc).map_err(|e| CliError::usage(e.to_string()))?;
+        let list = shapes::linear_shapes(&files);
+        add(&loc.path().display().to_string(), &list, &mut notes);
+    }
+    if !extra.is_empty() {
+        add("--shape", &extra, &mut notes);
+    }
+    let jobs: Vec<ExactJob> = wanted
+        .into_iter()
+        .map(|((_, n, k), format)| ExactJob {
+            format,
+            n,
+            k,
+            tiles: tiles.clone(),
+        })
+        .collect();
+    if jobs.is_empty() {
+        return Err(CliError::usage(
+            "no linear layer of these models can be held in the formats asked for, so there is nothing to tune; try another --weights",
+        ));
+    }
+    Ok(Plan { jobs, notes })
+}
+
+fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
+    let plan = plan(args)?;
+    let cells: usize = plan.jobs.iter().map(ExactJob::cells).sum();
+    let keys: usize = plan.jobs.iter().map(|j| j.tiles.len()).sum();
+    for n in &plan.notes {
+        eprintln!("{n}");
+    }
+    if args.dry_run {
+        println!("{:<44}  {:>10}  default", "key", "candidates");
+        for job in &plan.jobs {
+            for &tt in &job.tiles {
+                let c = exact::candidates(job.format, tt);
+                println!(
+                    "{:<44}  {:>10}  {}",
+                    exact::key(job.format, tt, job.n, job.k).to_string(),
+                    c.len(),
+                    exact::short(&c[0])
+                );
+            }
+        }
+        println!(
+            "{keys} keys, {cells} candidates to qualify and time ({} launches each)",
+            BATCH * (args.reps + 1)
+        );
+        return Ok(());
+    }
+    if let Some(out) = &args.out {
+        refuse_pinned(out)?; // before the GPU is opened and anything is timed
+    }
+    let gpu = match Gpu::open(0) {
+        Ok(g) => g,
+        Err(e @ (GpuError::NoDriver | GpuError::NoDevice)) => {
+            return Err(CliError::usage(format!(
+                "`ninfer tune` times kernels on a GPU, and {e} (--dry-run lists what it would time without one)"
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let fp = Fingerprint::of_device(gpu.props()).map_err(CliError::failed)?;
+    let out = match &args.out {
+        Some(p) => p.clone(),
+        None => default_profile_path(&fp).ok_or_else(|| {
+            CliError::usage("there is no cache folder for the profile; give --out PATH")
+        })?,
+    };
+    refuse_pinned(&out)?;
+    match Profile::load(&out) {
+        Ok(p) if p.device.id != fp.id() => eprintln!(
+            "note: {} holds a profile for {}; it will be replaced",
+            out.display(),
+            describe(&p.device.fingerprint())
+        ),
+        _ => {}
+    }
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            CliError::failed(format!("cannot create the folder {}: {e}", dir.display()))
+        })?;
+    }
+    eprintln!(
+        "tuning {keys} keys ({cells} candidates) on {}, fingerprint {}",
+        describe(&fp),
+        fp.id()
+    );
+    prebuild(&plan.jobs, gpu.props().arch());
+    let opts = TuneOptions {
+        reps: args.reps,
+        margin: args.margin / 100.0,
+        seed: args.seed,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(cells as u64);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "[{bar:30}] {pos}/{len} candidates  {msg}  [{elapsed_precise} < {eta_precise}]",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let started = std::time::Instant::now();
+    let mut results: Vec<KeyResult> = Vec::new();
+    for job in &plan.jobs {
+        let r = measure::tune_exact(&gpu, job, &opts, |key, split| {
+            bar.set_message(format!("{key} {split}"));
+            bar.inc(1);
+        });
+        match r {
+            Ok(r) => results.extend(r),
+            Err(e) => {
+                bar.abandon();
+                return Err(CliError::failed(format!(
+                    "tuning {} stopped ({e}); nothing was written",
+                    job.keys().join(", ")
+                )));
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let mut profile = Profile::new(&fp);
+    for r in &results {
+        profile.set_route(r.route());
+    }
+    profile
+        .save_merged(&out)
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    if let Some(path) = &args.json {
+        write_json_lines(path, &results)?;
+    }
+    print!("{}", summary_table(&results));
+    let changed = results.iter().filter(|r| r.winner != r.default).count();
+    let failed: Vec<String> = results
+        .iter()
+        .flat_map(|r| {
+            r.candidates.iter().filter_map(move |c| {
+                c.failure
+                    .as_ref()
+                    .map(|f| format!("{} {}: {f}", r.key, c.split))
+            })
+        })
+        .collect();
+    for f in &failed {
+        eprintln!("not timed: {f}");
+    }
+    println!(
+        "{} keys tuned in {:.0} s: {changed} take a challenger, {} keep the default; {} candidates failed; wrote {}",
+        results.len(),
+        started.elapsed().as_secs_f64(),
+        results.len() - changed,
+        failed.len(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// A usage error where `path` holds a pinned profile (`pinned = true`): it is never re-tuned.
+fn refuse_pinned(path: &Path) -> Result<(), CliError> {
+    match Profile::load(path) {
+        Ok(p) if p.pinned => Err(CliError::usage(
+            ProfileError::Pinned {
+                path: path.to_path_buf(),
+            }
+            .to_string(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Compiles every candidate kernel in parallel before any is timed (one at a time as the
+/// timing reaches it would leave the other cores idle). A kernel that does not build fails
+/// its candidate later, with the compiler's message.
+fn prebuild(jobs: &[ExactJob], arch: crate::jit::Arch) {
+    use rayon::prelude::*;
+    let Ok(jit) = crate::jit::Jit::global() else {
+        return;
+    };
+    let mut specs: Vec<crate::jit::KernelSpec> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for job in jobs {
+        for &tt in &job.tiles {
+            for r in exact::candidates(job.format, tt) {
+                let spec = r.spec();
+                if seen.insert(spec.entry.clone()) {
+                    specs.push(spec);
+                }
+            }
+        }
+    }
+    eprintln!("building {} candidate kernels...", specs.len());
+    specs.par_iter().for_each(|s| {
+        let _ = jit.cubin(s, arch);
+    });
+}
+
+fn write_json_lines(path: &Path, results: &[KeyResult]) -> Result<(), CliError> {
+    let mut text = String::new();
+    for r in results {
+        text.push_str(&serde_json::to_string(r).expect("results serialise"));
+        text.push('\n');
+    }
+    std::fs::write(path, text)
+        .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))
+}
+
+fn us(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2}"))
+        .unwrap_or_else(|| "failed".into())
+}
+
+/// The table printed at the end of a tuning run: per key, the default and the winner.
+pub fn summary_table(results: &[KeyResult]) -> String {
+    let mut s = format!(
+        "{:<44}  {:<10}  {:>9}  {:<10}  {:>9}  {:>7}  {:>6}\n",
+        "key", "default", "us", "tuned", "us", "gain", "passed"
+    );
+    for r in results {
+        let (d, w) = (&r.candidates[r.default], &r.candidates[r.winner]);
+        let passed = r
+            .candidates
+            .iter()
+            .filter(|c| c.median_us.is_some())
+            .count();
+        s.push_str(&format!(
+            "{:<44}  {:<10}  {:>9}  {:<10}  {:>9}  {:>7}  {:>6}\n",
+            r.key,
+            d.split,
+            us(d.median_us),
+            if r.winner == r.default { "=" } else { &w.split },
+            us(w.median_us),
+            r.gain()
+                .map(|g| format!("{:.1}%", g * 100.0))
+                .unwrap_or_else(|| "-".into()),
+            format!("{passed}/{}", r.candidates.len()),
+        ));
+    }
+    s
+}
+
+fn load(path: &Path) -> Result<Profile, CliError> {
+    Profile::load(path).map_err(|e| CliError::usage(e.to_string()))
+}
+
+fn compare_cmd(args: &CompareArgs) -> Result<(), CliError> {
+    let (a, b) = (load(&args.a)?, load(&args.b)?);
+    if a.device.id != b.device.id {
+        return Err(CliError::usage(format!(
+            "{} is for {} and {} is for {}: compare two runs on one device and template set",
+            args.a.display(),
+            describe(&a.device.fingerprint()),
+            args.b.display(),
+            describe(&b.device.fingerprint())
+        )));
+    }
+    let c = compare::compare(&a, &b, args.margin / 100.0);
+    if c.keys.is_empty() {
+        return Err(CliError::usage(format!(
+            "{} and {} have no key in common",
+            args.a.display(),
+            args.b.display()
+        )));
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{:<44}  {:>9}  {:>9}  {:>7}  {:<10}  {:<10}  verdict",
+        "key", "heur us", "tuned us", "gain", "pick A", "pick B"
+    );
+    for k in &c.keys {
+        let pick = |e: &str| {
+            if e == k.default_entry {
+                "=".to_string()
+            } else {
+                split_part(e).to_string()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:<44}  {:>9}  {:>9}  {:>7}  {:<10}  {:<10}  {}",
+            k.key,
+            us(k.default_us_b),
+            us(k.pick_a_us_b),
+            k.gain_b
+                .map(|g| format!("{:.1}%", g * 100.0))
+                .unwrap_or_else(|| "-".into()),
+            pick(&k.pick_a),
+            pick(&k.pick_b),
+            match k.verdict {
+                Verdict::Same => "same",
+                Verdict::WithinNoise => "differ, within noise",
+                Verdict::Disagree => "DIFFER beyond noise",
+                Verdict::Unknown => "differ (no times)",
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "(heur us: run B's median of the heuristics' route; tuned us: run B's median of the route run A picked; gain: the time that saves)"
+    );
+    let slower = c.slower_beyond_noise();
+    let (same, within, disagree, unknown) = (
+        c.count(Verdict::Same),
+        c.count(Verdict::WithinNoise),
+        c.count(Verdict::Disagree),
+        c.count(Verdict::Unknown),
+    );
+    let _ = writeln!(
+        out,
+        "{} keys in both ({} only in A, {} only in B); noise {:.2}% (90th percentile of {} relative timings); same winner {same}, different within the noise {within}, different beyond it {disagree}{}; A's picks slower than the heuristics in B's timings beyond the noise: {}",
+        c.keys.len(),
+        c.only_a,
+        c.only_b,
+        c.noise * 100.0,
+        c.noise_samples,
+        if unknown > 0 {
+            format!(", without times {unknown}")
+        } else {
+            String::new()
+        },
+        slower.len()
+    );
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&c).expect("comparison serialises");
+        std::fs::write(path, text + "\n")
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if disagree > 0 || !slower.is_empty() {
+        return Err(CliError::failed(format!(
+            "the runs disagree beyond the noise at {disagree} keys and run A's pick is slower than the heuristics at {} keys",
+            slower.len()
+        )));
+    }
+    Ok(())
+}
+
+fn parse_version(flag: &str, s: &str) -> Result<(u32, u32), CliError> {
+    let bad = || CliError::usage(format!("{flag} {s}: give MAJOR.MINOR, e.g. 9.0"));
+    let (a, b) = s.trim().split_once('.').ok_or_else(bad)?;
+    Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+}
+
+/// The fingerprint `check` judges against: described by flags, else GPU 0's.
+fn check_fingerprint(args: &CheckArgs) -> Result<Fingerprint, CliError> {
+    let templates = match &args.template_hash {
+        Some(h) => h.clone(),
+        None => crate::tune::fingerprint::template_set_hash().map_err(CliError::failed)?,
+    };
+    let nvrtc = match &args.nvrtc {
+        Some(v) => {
+            let (a, b) = parse_version("--nvrtc", v)?;
+            Some((a as i32, b as i32))
+        }
+        None => crate::jit::nvrtc::version().ok(),
+    };
+    if let Some(name) = &args.device_name {
+        let cc = parse_version("--cc", args.cc.as_deref().unwrap_or_default())?;
+        let nvrtc = nvrtc.ok_or_else(|| {
+            CliError::usage("NVRTC cannot be loaded here, so give its version with --nvrtc X.Y")
+        })?;
+        return Ok(Fingerprint {
+            name: name.clone(),
+            compute_capability: cc,
+            sm_count: args.sms.unwrap_or_default(),
+            nvrtc_version: nvrtc,
+            template_set_hash: templates,
+        });
+    }
+    let devices = match crate::gpu::list_devices() {
+        Ok(d) if !d.is_empty() => d,
+        Ok(_) | Err(GpuError::NoDriver | GpuError::NoDevice) => {
+            return Err(CliError::usage(
+                "this machine has no GPU to check against; describe one with --device-name, --cc and --sms (and --nvrtc where NVRTC is not installed)",
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let props = &devices[0];
+    let nvrtc = nvrtc.or(props.nvrtc_version).ok_or_else(|| {
+        CliError::failed(
+            "NVRTC is not available, so this GPU runs no kernel (give --nvrtc to check anyway)",
+        )
+    })?;
+    Ok(Fingerprint::of(props, nvrtc, &templates))
+}
+
+fn check_cmd(args: &CheckArgs) -> Result<(), CliError> {
+    let fp = check_fingerprint(args)?;
+    println!("device: {}, fingerprint {}", describe(&fp), fp.id());
+    let dirs = search_dirs();
+    let request = match &args.profile {
+        Some(p) => ProfileRequest::Path(p.clone()),
+        None => {
+            let list: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            println!("searched: {}", list.join(", "));
+            ProfileRequest::Search
+        }
+    };
+    let resolved = resolve(&fp, &request, &dirs);
+    if let Some(n) = &resolved.notice {
+        eprintln!("note: {n}");
+    }
+    match resolved.table.origin() {
+        Some(_) => {
+            println!("uses {}", resolved.table.describe());
+            Ok(())
+        }
+        None => {
+            println!("uses the built-in heuristics");
+            Err(CliError::failed("no tuning profile applies to this device"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_and_tokens_parse() {
+        assert_eq!(parse_shape("17408x5120").unwrap(), (17408, 5120));
+        assert_eq!(parse_shape(" 3 X 4 ").unwrap(), (3, 4));
+        for bad in ["17408", "x5120", "0x4", "ax4"] {
+            let e = parse_shape(bad).unwrap_err();
+            assert_eq!(e.code, 2, "{bad}");
+        }
+        assert_eq!(tiles_for(&[1, 3, 4, 5, 8, 1]).unwrap(), vec![1, 4, 8]);
+        assert!(tiles_for(&[9]).unwrap_err().message.contains("1 to 8"));
+        assert!(tiles_for(&[0]).is_err());
+    }
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_version("--cc", "9.0").unwrap(), (9, 0));
+        assert_eq!(parse_version("--cc", "12.1").unwrap(), (12, 1));
+        assert!(parse_version("--cc", "9").is_err());
+        assert!(parse_version("--cc", "a.b").is_err());
+    }
+}
