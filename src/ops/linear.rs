@@ -77,6 +77,7 @@ pub fn stream_bf16_tile(tt: u32) -> super::linear_exact::StreamTile {
         rows: 4,
         warps: 8,
         unroll: if tt == 1 { 2 } else { 1 },
+        persistent: false,
     }
 }
 
@@ -371,6 +372,8 @@ pub fn launch(
             r0 + (col * n * 2) as u64,
         );
         let ti = cols as i32;
+        // The stream kernel's norm weight and eps (its prologue is none here).
+        let (pw, eps) = (0u64, 0f32);
         let mut b = gpu.stream().launch_builder(&f);
         b.arg(&q)
             .arg(&s)
@@ -385,11 +388,11 @@ pub fn launch(
             .arg(&ni)
             .arg(&ki);
         if let LinearTile::Stream { .. } = route.tile {
-            b.arg(&slab);
+            b.arg(&slab).arg(&pw).arg(&eps);
         }
         // SAFETY: the arguments match the template's signature (the stream kernel's with its
-        // slab, its shared memory sized by stream_slab); sizes are asserted above and the
-        // kernels guard rows and columns past N and T.
+        // slab and unused prologue operands, its shared memory sized by stream_slab); sizes
+        // are asserted above and the kernels guard rows and columns past N and T.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
         col += cols;

@@ -12,15 +12,24 @@
 //!   several rows. [`ExactRoute::choose`] takes it wherever the format allows.
 //! - `gemv` (`templates/linear/gemv.cu` with `act = "f32"`): every other format (dense,
 //!   row-scaled, affine). Dense formats take any K; the others need whole groups.
+//!
+//! Prologues (stream kernel only): the op before the GEMV applied while the activations are
+//! staged, so that it needs no launch of its own: RMSNorm (both weight conventions) and
+//! SwiGLU of a gate_up matrix. See [`Prologue`], [`ExactRoute::choose_with`],
+//! [`launch_with`].
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use super::linear::Epilogue;
+pub use super::rmsnorm::NormWeight;
 use super::weight::{random_bf16, random_payload, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
@@ -32,11 +41,83 @@ pub const STREAM_TT: [u32; 4] = [1, 2, 4, 8];
 
 /// The stream kernel's work split: `rows` output rows per warp, `warps` per block,
 /// `unroll` chunks (32 weights) of every row loaded per lane before any is used.
+/// `persistent`: the grid is about as many blocks as fit on the device at once (balanced
+/// so that every block walks the same number of row groups, give or take one), each block
+/// looping over row groups; the activations are staged once per block when the whole row
+/// fits the shared memory (the opt-in budget [`STREAM_SMEM_PERSISTENT`] where the device
+/// grants it). Otherwise one block per row group, slabs of at most [`STREAM_SMEM`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StreamTile {
     pub rows: u32,
     pub warps: u32,
     pub unroll: u32,
+    pub persistent: bool,
+}
+
+/// What the stream kernel computes on the activations as it stages them (the kind; the
+/// launch's operands are in [`Prologue`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PrologueKind {
+    None,
+    /// `X = x * rsqrt(mean_k(x^2) + eps) * g` per column, `g = w` (plain) or `1 + w`
+    /// (zero-centred), as `templates/norm/rmsnorm.cu` computes it (f32).
+    RmsNorm(NormWeight),
+    /// `X = silu(gate) * up` of a gate_up input `[T, 2K]` (gate in columns `[0, K)`), as
+    /// the elementwise swiglu computes it (f32).
+    Swiglu,
+}
+
+impl PrologueKind {
+    /// The prologues that are instantiated (beside `None`), each with one epilogue:
+    /// RMSNorm with none (a norm feeds a projection), SwiGLU with the residual (the MLP's
+    /// down projection).
+    pub const FUSED: [(PrologueKind, Epilogue); 3] = [
+        (PrologueKind::RmsNorm(NormWeight::Plain), Epilogue::None),
+        (
+            PrologueKind::RmsNorm(NormWeight::ZeroCentred),
+            Epilogue::None,
+        ),
+        (PrologueKind::Swiglu, Epilogue::Residual),
+    ];
+
+    /// The template's `prologue` parameter.
+    pub fn param(self) -> &'static str {
+        match self {
+            PrologueKind::None => "none",
+            PrologueKind::RmsNorm(NormWeight::Plain) => "rmsnorm",
+            PrologueKind::RmsNorm(NormWeight::ZeroCentred) => "rmsnorm1p",
+            PrologueKind::Swiglu => "swiglu",
+        }
+    }
+
+    /// Whether this prologue is instantiated with `epilogue` (see [`Self::FUSED`]).
+    pub fn instantiated_with(self, epilogue: Epilogue) -> bool {
+        self == PrologueKind::None || Self::FUSED.contains(&(self, epilogue))
+    }
+}
+
+/// A launch's prologue with its operands (device addresses).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Prologue {
+    None,
+    /// `weight`: the norm's f32 weight `[K]`; `conv`: its convention.
+    RmsNorm {
+        weight: u64,
+        eps: f32,
+        conv: NormWeight,
+    },
+    /// The input `x` is `[T, 2K]` (gate, then up, per row).
+    Swiglu,
+}
+
+impl Prologue {
+    pub fn kind(&self) -> PrologueKind {
+        match *self {
+            Prologue::None => PrologueKind::None,
+            Prologue::RmsNorm { conv, .. } => PrologueKind::RmsNorm(conv),
+            Prologue::Swiglu => PrologueKind::Swiglu,
+        }
+    }
 }
 
 /// Which kernel an exact route runs.
@@ -56,6 +137,8 @@ pub struct ExactRoute {
     /// `None` or `Residual` (`Y = X W^T + R`, R may be Y itself).
     pub epilogue: Epilogue,
     pub kernel: ExactKernel,
+    /// Stream kernel only; [`PrologueKind::None`] for the generic one.
+    pub prologue: PrologueKind,
 }
 
 /// The stream kernel's splits per column tile, the default first: the others are
@@ -69,11 +152,20 @@ pub fn stream_tiles(tt: u32) -> &'static [StreamTile] {
             rows,
             warps,
             unroll,
+            persistent: false,
         }
     }
-    const T1: [StreamTile; 3] = [st(4, 4, 2), st(4, 8, 2), st(8, 4, 1)];
-    const T2: [StreamTile; 2] = [st(4, 8, 1), st(4, 4, 1)];
-    const T4: [StreamTile; 2] = [st(4, 8, 1), st(2, 8, 1)];
+    const fn pt(rows: u32, warps: u32, unroll: u32) -> StreamTile {
+        StreamTile {
+            rows,
+            warps,
+            unroll,
+            persistent: true,
+        }
+    }
+    const T1: [StreamTile; 3] = [pt(4, 4, 2), st(4, 4, 2), pt(4, 8, 2)];
+    const T2: [StreamTile; 3] = [st(4, 8, 1), st(4, 4, 1), pt(4, 8, 1)];
+    const T4: [StreamTile; 2] = [pt(4, 8, 1), st(2, 8, 1)];
     const T8: [StreamTile; 2] = [st(2, 8, 1), st(4, 8, 1)];
     match tt {
         1 => &T1,
@@ -90,6 +182,12 @@ pub fn stream_tile(tt: u32) -> StreamTile {
 
 /// Shared memory the stream kernel may take for its staged activations (no opt-in needed).
 pub const STREAM_SMEM: usize = 48 * 1024;
+/// Shared memory a persistent stream launch may take to stage a whole activation row once
+/// per block, where the device grants it by opt-in (sm_90 up to 227 KB per block): at most
+/// half an SM's, so that two blocks still fit.
+pub const STREAM_SMEM_PERSISTENT: usize = 112 * 1024;
+/// Warps per SM a persistent launch keeps when it stages a whole row past 48 KB.
+const STREAM_MIN_WARPS: usize = 16;
 /// Bytes of one staged chunk: 32 f32 activations and a 16-byte pad.
 const STAGED_CHUNK_BYTES: usize = 36 * 4;
 
@@ -97,8 +195,13 @@ const STAGED_CHUNK_BYTES: usize = 36 * 4;
 /// bytes). Even slabs under [`STREAM_SMEM`], rounded up to whole lane rounds (32 chunks)
 /// when K takes several.
 pub fn stream_slab(tt: u32, k: usize) -> (usize, usize) {
+    stream_slab_within(tt, k, STREAM_SMEM)
+}
+
+/// [`stream_slab`] under a shared-memory budget of `budget` bytes.
+pub fn stream_slab_within(tt: u32, k: usize, budget: usize) -> (usize, usize) {
     let chunks = k / 32;
-    let max = (STREAM_SMEM / (tt as usize * STAGED_CHUNK_BYTES)).max(1);
+    let max = (budget / (tt as usize * STAGED_CHUNK_BYTES)).max(1);
     let slabs = chunks.div_ceil(max).max(1);
     let mut slab = chunks.div_ceil(slabs);
     if slabs > 1 && slab.div_ceil(32) * 32 <= max {
@@ -124,6 +227,10 @@ impl ExactRoute {
             Epilogue::Swiglu => panic!("the exact route has no SwiGLU epilogue"),
         };
         let f = &self.format.name;
+        assert!(
+            self.prologue == PrologueKind::None || matches!(self.kernel, ExactKernel::Stream(_)),
+            "only the stream kernel has prologues"
+        );
         match self.kernel {
             ExactKernel::Gemv => KernelSpec::new(
                 "linear_exact",
@@ -136,17 +243,26 @@ impl ExactRoute {
                 rows,
                 warps,
                 unroll,
-            }) => KernelSpec::new(
-                "linear_exact",
-                "linear/gemv_stream.cu",
-                format!(
-                    "linear_exact_stream_{f}_{e}_t{}_r{rows}_w{warps}_u{unroll}",
-                    self.tt
-                ),
-            )
-            .param("rows", rows)
-            .param("warps", warps)
-            .param("unroll", unroll),
+                persistent,
+            }) => {
+                let p = if persistent { "_p" } else { "" };
+                let pro = match self.prologue {
+                    PrologueKind::None => String::new(),
+                    k => format!("_{}", k.param()),
+                };
+                KernelSpec::new(
+                    "linear_exact",
+                    "linear/gemv_stream.cu",
+                    format!(
+                        "linear_exact_stream_{f}_{e}_t{}_r{rows}_w{warps}_u{unroll}{p}{pro}",
+                        self.tt
+                    ),
+                )
+                .param("rows", rows)
+                .param("warps", warps)
+                .param("unroll", unroll)
+                .param("prologue", self.prologue.param())
+            }
         }
         .param("format", f)
         .param("tt", self.tt)
@@ -157,21 +273,40 @@ impl ExactRoute {
     /// The stream kernel wherever the format allows (the smallest column tile that holds
     /// T, up to 8), else the generic kernel: one column for decode, eight otherwise.
     pub fn choose(format: &'static Format, t: usize, epilogue: Epilogue) -> Self {
+        Self::choose_with(format, t, epilogue, PrologueKind::None)
+            .expect("every format has a route without a prologue")
+    }
+
+    /// [`Self::choose`] with a prologue: always `Some` for [`PrologueKind::None`]. A
+    /// prologue needs the stream kernel (a format for which [`stream_supports`]) and one
+    /// of the instantiated pairs [`PrologueKind::FUSED`] (RMSNorm with epilogue none,
+    /// SwiGLU with the residual): `None` otherwise, and the caller runs the op unfused.
+    pub fn choose_with(
+        format: &'static Format,
+        t: usize,
+        epilogue: Epilogue,
+        prologue: PrologueKind,
+    ) -> Option<Self> {
         if stream_supports(format) {
+            if !prologue.instantiated_with(epilogue) {
+                return None;
+            }
             let tt = (t.clamp(1, 8) as u32).next_power_of_two();
-            return ExactRoute {
+            return Some(ExactRoute {
                 format,
                 tt,
                 epilogue,
                 kernel: ExactKernel::Stream(stream_tile(tt)),
-            };
+                prologue,
+            });
         }
-        ExactRoute {
+        (prologue == PrologueKind::None).then_some(ExactRoute {
             format,
             tt: if t <= 1 { 1 } else { 8 },
             epilogue,
             kernel: ExactKernel::Gemv,
-        }
+            prologue,
+        })
     }
 
     /// Rows one block covers.
@@ -200,6 +335,7 @@ fn all_routes() -> Vec<ExactRoute> {
                     tt,
                     epilogue,
                     kernel: ExactKernel::Gemv,
+                    prologue: PrologueKind::None,
                 });
             }
         }
@@ -208,8 +344,9 @@ fn all_routes() -> Vec<ExactRoute> {
     v
 }
 
-/// The stream kernel's routes (every column tile, every split, both epilogues) for every
-/// format it takes.
+/// The stream kernel's routes for every format it takes: every column tile, every split,
+/// both epilogues; and the prologues ([`PrologueKind::FUSED`], each with its epilogue) for
+/// every split at one column and the default split at 2, 4 and 8.
 fn stream_routes() -> Vec<ExactRoute> {
     let mut v = Vec::new();
     for format in crate::formats::registry()
@@ -217,13 +354,21 @@ fn stream_routes() -> Vec<ExactRoute> {
         .filter(|f| stream_supports(f))
     {
         for tt in STREAM_TT {
-            for &tile in stream_tiles(tt) {
-                for epilogue in [Epilogue::None, Epilogue::Residual] {
+            for (i, &tile) in stream_tiles(tt).iter().enumerate() {
+                let mut kinds = vec![
+                    (PrologueKind::None, Epilogue::None),
+                    (PrologueKind::None, Epilogue::Residual),
+                ];
+                if tt == 1 || i == 0 {
+                    kinds.extend(PrologueKind::FUSED);
+                }
+                for (prologue, epilogue) in kinds {
                     v.push(ExactRoute {
                         format,
                         tt,
                         epilogue,
                         kernel: ExactKernel::Stream(tile),
+                        prologue,
                     });
                 }
             }
@@ -254,6 +399,131 @@ pub fn launch(
     y: u64,
     t: usize,
 ) -> Result<(), GpuError> {
+    launch_with(gpu, route, w, x, &Prologue::None, residual, y, t)
+}
+
+/// Queues `y = prologue(x) w^T (+ r)`: `y [t, N]`, `r [t, N]` f32 device addresses; `x` is
+/// `[t, K]` f32, or `[t, 2K]` (gate, then up, per row) for [`Prologue::Swiglu`]. The
+/// prologue's kind must be the route's ([`ExactRoute::choose_with`]).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_with(
+    gpu: &Gpu,
+    route: &ExactRoute,
+    w: &DeviceWeight,
+    x: u64,
+    prologue: &Prologue,
+    residual: Option<u64>,
+    y: u64,
+    t: usize,
+) -> Result<(), GpuError> {
+    launch_inner(
+        gpu,
+        route,
+        w,
+        x,
+        prologue,
+        residual,
+        y,
+        t,
+        Override::default(),
+    )
+}
+
+/// Qualification's handles on the launch geometry: a smaller shared-memory budget (to make
+/// K take several slabs) and a smaller grid (to make a persistent block loop).
+#[derive(Debug, Clone, Copy, Default)]
+struct Override {
+    smem_budget: Option<usize>,
+    max_grid: Option<u32>,
+}
+
+/// Blocks of `f` resident per SM with `smem` dynamic shared bytes, per device and entry.
+fn blocks_per_sm(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    entry: &str,
+    threads: u32,
+    smem: usize,
+) -> Result<u32, GpuError> {
+    type Cache = HashMap<(usize, usize), HashMap<String, u32>>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let mut cache = CACHE.lock().expect("occupancy cache");
+    let per = cache
+        .get_or_insert_with(HashMap::new)
+        .entry((gpu.props().ordinal, smem))
+        .or_default();
+    if let Some(&b) = per.get(entry) {
+        return Ok(b);
+    }
+    let b = f
+        .occupancy_max_active_blocks_per_multiprocessor(threads, smem, None)
+        .map_err(|e| GpuError::driver(format!("occupancy of {entry}"), e))?
+        .max(1);
+    per.insert(entry.to_string(), b);
+    Ok(b)
+}
+
+/// The stream kernel's geometry for one launch: (grid, chunks per slab, shared bytes).
+fn stream_geometry(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    route: &ExactRoute,
+    entry: &str,
+    tile: StreamTile,
+    (n, k): (usize, usize),
+    over: Override,
+) -> Result<(u32, usize, usize), GpuError> {
+    let groups = n.div_ceil((tile.rows * tile.warps) as usize);
+    if !tile.persistent {
+        let (slab, smem) = stream_slab_within(route.tt, k, over.smem_budget.unwrap_or(STREAM_SMEM));
+        return Ok((groups as u32, slab, smem));
+    }
+    // The whole row in one slab where it fits 48 KB, or the opt-in budget while at least
+    // STREAM_MIN_WARPS warps per SM still fit beside it (measured: K = 17408 at one column,
+    // 78 KB, 2 blocks of 4 warps per SM, ran 33% slower than in 48 KB slabs; K = 5120 at
+    // four columns, 92 KB, 2 blocks of 8 warps, 25% faster). Else 48 KB slabs.
+    let whole = route.tt as usize * (k / 32) * STAGED_CHUNK_BYTES;
+    let optin = (gpu.props().smem_per_block_optin as usize).min(STREAM_SMEM_PERSISTENT);
+    let per_sm = gpu.props().smem_per_sm as usize;
+    let warps_beside = per_sm / (whole + 1024).max(1) * tile.warps as usize;
+    let fits = whole <= STREAM_SMEM || (whole <= optin && warps_beside >= STREAM_MIN_WARPS);
+    let budget = over
+        .smem_budget
+        .unwrap_or(if fits { whole } else { STREAM_SMEM });
+    let (slab, smem) = stream_slab_within(route.tt, k, budget);
+    if smem > STREAM_SMEM {
+        // Per launch: a function attribute, cheap, and right for whichever context loaded f.
+        f.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(|e| GpuError::driver(format!("shared memory of {entry}"), e))?;
+    }
+    let sms = gpu.props().sm_count as usize;
+    if groups <= sms && over.max_grid.is_none() {
+        // One group per block fits in one wave whatever the occupancy: no query.
+        return Ok((groups as u32, slab, smem));
+    }
+    let resident = blocks_per_sm(gpu, f, entry, tile.warps * 32, smem)? as usize
+        * gpu.props().sm_count as usize;
+    let resident = over.max_grid.map_or(resident, |g| resident.min(g as usize));
+    // Balanced: every block walks `waves` groups or one fewer.
+    let waves = groups.div_ceil(resident.max(1));
+    Ok((groups.div_ceil(waves.max(1)) as u32, slab, smem))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_inner(
+    gpu: &Gpu,
+    route: &ExactRoute,
+    w: &DeviceWeight,
+    x: u64,
+    prologue: &Prologue,
+    residual: Option<u64>,
+    y: u64,
+    t: usize,
+    over: Override,
+) -> Result<(), GpuError> {
     let (n, k) = (w.layout.n, w.layout.k);
     assert_eq!(w.format.name, route.format.name, "weight format differs");
     assert!(
@@ -273,21 +543,39 @@ pub fn launch(
         route.epilogue == Epilogue::Residual,
         "a residual launch needs the residual and only it"
     );
+    assert_eq!(
+        prologue.kind(),
+        route.prologue,
+        "the launch's prologue differs from the route's"
+    );
     if t == 0 || n == 0 {
         return Ok(());
     }
-    let f = gpu.function(&route.spec())?;
+    let entry = route.spec();
+    let f = gpu.function(&entry)?;
     let (q, s) = w.planes(gpu);
     let (stride_q, stride_s) = (w.layout.q_row_bytes as i64, w.layout.s_row_bytes as i64);
     let (ni, ki) = (n as i32, k as i32);
     let r0 = residual.unwrap_or(y);
-    let (slab, smem) = match route.kernel {
-        ExactKernel::Gemv => (0, 0),
-        ExactKernel::Stream(_) => stream_slab(route.tt, k),
+    let (grid, slab, smem) = match route.kernel {
+        ExactKernel::Gemv => (n.div_ceil(route.rows_per_block()) as u32, 0, 0),
+        ExactKernel::Stream(tile) => {
+            stream_geometry(gpu, &f, route, &entry.entry, tile, (n, k), over)?
+        }
     };
     let slab = slab as i32;
+    let (pw, eps) = match *prologue {
+        Prologue::RmsNorm { weight, eps, .. } => (weight, eps),
+        _ => (0u64, 0f32),
+    };
+    // Row stride of x in elements.
+    let x_row = if route.prologue == PrologueKind::Swiglu {
+        2 * k
+    } else {
+        k
+    };
     let cfg = LaunchConfig {
-        grid_dim: (n.div_ceil(route.rows_per_block()) as u32, 1, 1),
+        grid_dim: (grid, 1, 1),
         block_dim: (route.threads(), 1, 1),
         shared_mem_bytes: smem as u32,
     };
@@ -296,7 +584,7 @@ pub fn launch(
     while col < t {
         let cols = step.min(t - col) as i32;
         let (xc, rc, yc) = (
-            x + (col * k * 4) as u64,
+            x + (col * x_row * 4) as u64,
             r0 + (col * n * 4) as u64,
             y + (col * n * 4) as u64,
         );
@@ -314,13 +602,14 @@ pub fn launch(
             .arg(&ni)
             .arg(&ki);
         if matches!(route.kernel, ExactKernel::Stream(_)) {
-            b.arg(&slab);
+            b.arg(&slab).arg(&pw).arg(&eps);
         }
-        // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab
-        // argument (its shared memory sized by stream_slab); the kernels guard rows past N
-        // and columns past `cols`; the caller sizes x, y and r to t rows.
+        // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
+        // norm weight and eps arguments (its shared memory sized by stream_slab_within and
+        // granted above past 48 KB); the kernels guard rows past N and columns past `cols`;
+        // the caller sizes x (2K per row for SwiGLU), y, r to t rows and the norm weight to K.
         unsafe { b.launch(cfg) }
-            .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
+            .map_err(|e| GpuError::driver(format!("launching {}", entry.entry), e))?;
         col += step;
     }
     Ok(())
@@ -365,116 +654,282 @@ fn random_weight(
     ))
 }
 
-/// Runs `route` on `(t, n, k)` with fresh random inputs and a poisoned output, and compares
-/// with the f64 oracle: every row when N is small, else the first, the last and 254 random
-/// ones (and then any unwritten output anywhere fails the check).
+/// One qualification case: `(T, N, K)` and the launch overrides.
+type Case = (usize, usize, usize, Override);
+
+/// The f64 activations the prologue makes of `x` (`[t, K]`, or `[t, 2K]` for SwiGLU) with
+/// the norm weight `nw` and `eps`.
+fn prologue_reference(
+    kind: PrologueKind,
+    x: &[f32],
+    nw: &[f32],
+    eps: f32,
+    (t, k): (usize, usize),
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(t * k);
+    for ti in 0..t {
+        match kind {
+            PrologueKind::None => out.extend(x[ti * k..(ti + 1) * k].iter().map(|&v| v as f64)),
+            PrologueKind::RmsNorm(conv) => {
+                let row = &x[ti * k..(ti + 1) * k];
+                let ms = row.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>() / k as f64;
+                let inv = 1.0 / (ms + eps as f64).sqrt();
+                out.extend(
+                    row.iter()
+                        .zip(nw)
+                        .map(|(&v, &g)| v as f64 * inv * conv.factor(g as f64)),
+                );
+            }
+            PrologueKind::Swiglu => {
+                let row = &x[ti * 2 * k..(ti + 1) * 2 * k];
+                out.extend((0..k).map(|i| {
+                    let (g, u) = (row[i] as f64, row[k + i] as f64);
+                    g / (1.0 + (-g).exp()) * u
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// Runs `route` on `(t, n, k)` with fresh random inputs (a random norm weight for RMSNorm,
+/// a `[t, 2K]` gate_up for SwiGLU) and a poisoned output, and compares with the f64 oracle
+/// (prologue, then the product): every row when N is small, else the first, the last and
+/// 254 random ones (and then any unwritten output anywhere fails the check).
 fn check(
     gpu: &Gpu,
     route: &ExactRoute,
     w: &DeviceWeight,
     payload: &[u8],
     t: usize,
+    over: Override,
     rng: &mut impl Rng,
 ) -> Result<Outcome, GpuError> {
     let (n, k) = (w.layout.n, w.layout.k);
     let draw = |rng: &mut dyn rand::RngCore, len: usize| -> Vec<f32> {
         (0..len).map(|_| rng.sample(StandardNormal)).collect()
     };
-    let x = draw(rng, t * k);
+    let kx = if route.prologue == PrologueKind::Swiglu {
+        2 * k
+    } else {
+        k
+    };
+    let x = draw(rng, t * kx);
     let r = draw(rng, t * n);
+    // Norm weights about their convention's identity (1 plain, 0 zero-centred).
+    let nw: Vec<f32> = match route.prologue {
+        PrologueKind::RmsNorm(conv) => {
+            let centre = if conv == NormWeight::Plain { 1.0 } else { 0.0 };
+            draw(rng, k).iter().map(|v| centre + 0.25 * v).collect()
+        }
+        _ => vec![0.0],
+    };
+    let eps = 1e-6f32;
     let dx = gpu.upload(&x)?;
     let dr = gpu.upload(&r)?;
+    let dnw = gpu.upload(&nw)?;
     let dy = gpu.upload(&vec![f32::NAN; t * n])?;
     let res = (route.epilogue == Epilogue::Residual).then(|| super::gdn::dptr(gpu, &dr));
-    launch(
+    let prologue = match route.prologue {
+        PrologueKind::None => Prologue::None,
+        PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
+            weight: super::gdn::dptr(gpu, &dnw),
+            eps,
+            conv,
+        },
+        PrologueKind::Swiglu => Prologue::Swiglu,
+    };
+    launch_inner(
         gpu,
         route,
         w,
         super::gdn::dptr(gpu, &dx),
+        &prologue,
         res,
         super::gdn::dptr(gpu, &dy),
         t,
+        over,
     )?;
     gpu.synchronize()?;
     let all = gpu.download(&dy)?;
-    let (got, want) = super::linear::sampled_check_f32(
-        rng,
-        route.format,
-        &w.layout,
-        payload,
-        &x,
-        &r,
-        &all,
-        (t, n, k),
-        route.epilogue,
-        (4096, 254),
-    );
+    let (got, want) = if route.prologue == PrologueKind::None {
+        super::linear::sampled_check_f32(
+            rng,
+            route.format,
+            &w.layout,
+            payload,
+            &x,
+            &r,
+            &all,
+            (t, n, k),
+            route.epilogue,
+            (4096, 254),
+        )
+    } else {
+        // The same rows as sampled_check_f32 picks, against the prologue's activations.
+        let rows: Vec<usize> = if n <= 4096 {
+            (0..n).collect()
+        } else {
+            let mut v: Vec<usize> = (0..254).map(|_| rng.random_range(0..n)).collect();
+            v.extend([0, n - 1]);
+            v
+        };
+        let w_rows: Vec<Vec<f32>> = rows
+            .iter()
+            .map(|&i| {
+                let mut row = vec![0f32; k];
+                crate::formats::decode_row(route.format, &w.layout, payload, i, &mut row);
+                row
+            })
+            .collect();
+        let xe = prologue_reference(route.prologue, &x, &nw, eps, (t, k));
+        let want = super::linear::reference_rows(
+            &xe,
+            (t, k),
+            &w_rows,
+            None,
+            route.epilogue,
+            |ti, row| r[ti * n + row] as f64,
+            &rows,
+        );
+        let mut got: Vec<f32> = Vec::with_capacity(want.len());
+        for ti in 0..t {
+            for &row in &rows {
+                got.push(all[ti * n + row]);
+            }
+        }
+        if all.iter().any(|v| !v.is_finite()) {
+            got[0] = f32::NAN; // an unwritten (poisoned) output anywhere fails the check
+        }
+        (got, want)
+    };
+    let mut shape = format!("T={t} N={n} K={k}");
+    if let Some(b) = over.smem_budget {
+        shape += &format!(" smem<={b}");
+    }
+    if let Some(g) = over.max_grid {
+        shape += &format!(" grid<={g}");
+    }
     Ok(Outcome::compare(
         route.spec().entry,
-        format!("T={t} N={n} K={k}"),
+        shape,
         &got,
         &want,
         ALLOW_F32,
     ))
 }
 
-/// Every route at every shape its format can take, outputs poisoned, against the oracle.
-/// The stream routes: each at an odd small shape (N not a multiple of a block's rows, two
-/// chunks per row), at SmolLM2's K = 576 with T past two tiles (host tiling, a partial
-/// last tile), and at each T of its bucket on a real shape; the default q4_g64 routes also
-/// at the 27B head.
+/// The stream routes' cases. Without a prologue: an odd small shape (N not a multiple of a
+/// block's rows, two chunks per row), SmolLM2's K = 576 with T past two tiles (host tiling,
+/// a partial last tile), each T of the bucket on a real shape (K = 17408 takes several
+/// slabs at every tile but the persistent ones at one column), the default q4_g64 routes
+/// also at the 27B head. Persistent splits also loop: a grid of 7 blocks at K = 576, and of
+/// 5 with K = 17408 in 48 KB slabs. RMSNorm: SmolLM2's 576 -> 1536, the 27B's 5120 ->
+/// 17408, and the latter in 16 KB slabs (two or more). SwiGLU (with the residual): SmolLM2's
+/// 1536 -> 576, the 27B's 17408 -> 5120, and the latter in 48 KB slabs.
+fn stream_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
+    let tt = route.tt as usize;
+    let (lo, hi) = match tt {
+        1 => (1, 1),
+        2 => (2, 2),
+        4 => (3, 4),
+        _ => (5, 8),
+    };
+    let plain = Override::default();
+    let slabs = |b: usize| Override {
+        smem_budget: Some(b),
+        max_grid: tile.persistent.then_some(5),
+    };
+    let mut cases: Vec<Case> = vec![(tt, 144, 64, plain)];
+    match route.prologue {
+        PrologueKind::None => {
+            cases.push((2 * tt + 1, 1536, 576, plain));
+            cases.push((hi, 5120, 17408, plain));
+            let seed = route.format.name.len() + tt + route.epilogue as usize;
+            let (n, k) = STREAM_SHAPES[seed % (STREAM_SHAPES.len() - 1)];
+            cases.push((lo, n, k, plain));
+            let is_default = route.kernel == ExactKernel::Stream(stream_tile(route.tt));
+            if route.format.name == "q4_g64"
+                && is_default
+                && route.epilogue == Epilogue::None
+                && (tt == 1 || tt == 8)
+            {
+                let (n, k) = STREAM_SHAPES[6];
+                cases.push((tt, n, k, plain));
+            }
+            if tile.persistent {
+                cases.push((lo, 5120, 17408, slabs(STREAM_SMEM)));
+            }
+        }
+        PrologueKind::RmsNorm(_) => {
+            cases.push((2 * tt + 1, 1536, 576, plain));
+            cases.push((hi, 17408, 5120, plain));
+            cases.push((lo, 17408, 5120, slabs(16 * 1024)));
+        }
+        PrologueKind::Swiglu => {
+            cases.push((2 * tt + 1, 576, 1536, plain));
+            cases.push((hi, 5120, 17408, plain));
+            cases.push((lo, 5120, 17408, slabs(STREAM_SMEM)));
+        }
+    }
+    if tile.persistent {
+        let (n, k) = match route.prologue {
+            PrologueKind::Swiglu => (576, 1536),
+            _ => (1536, 576),
+        };
+        let looped = Override {
+            smem_budget: None,
+            max_grid: Some(7),
+        };
+        cases.push((hi, n, k, looped));
+    }
+    cases
+}
+
+/// Every route at every shape its format can take, outputs poisoned, against the oracle
+/// (the stream routes' cases: [`stream_cases`]). Random weights are shared by the routes of
+/// one format (each check draws fresh activations).
 pub fn qualify(
     gpu: &Gpu,
     rng: &mut impl Rng,
     wanted: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Outcome>, GpuError> {
     let mut out = Vec::new();
+    let mut weights: HashMap<(usize, usize), (DeviceWeight, Vec<u8>)> = HashMap::new();
+    let mut weights_of = "";
     for route in all_routes() {
         if !wanted(&route.spec().entry) {
             continue;
         }
-        let mut cases: Vec<(usize, usize, usize)> = Vec::new();
-        match route.kernel {
-            ExactKernel::Gemv => {
-                for &(t, n, k) in &QUALIFY_SHAPES {
-                    if supports(route.format, k) && !(route.tt == 1 && t > 3) {
-                        cases.push((t, n, k));
-                    }
-                }
-            }
-            ExactKernel::Stream(_) => {
-                let tt = route.tt as usize;
-                cases.push((tt, 144, 64));
-                cases.push((2 * tt + 1, 1536, 576));
-                let (lo, hi) = match tt {
-                    1 => (1, 1),
-                    2 => (2, 2),
-                    4 => (3, 4),
-                    _ => (5, 8),
-                };
-                // K = 17408 takes several slabs at every tile; the other real shapes cycle
-                // over the routes (the head apart).
-                cases.push((hi, 5120, 17408));
-                let seed = route.format.name.len() + tt + route.epilogue as usize;
-                let (n, k) = STREAM_SHAPES[seed % (STREAM_SHAPES.len() - 1)];
-                cases.push((lo, n, k));
-                let is_default = route.kernel == ExactKernel::Stream(stream_tile(route.tt));
-                if route.format.name == "q4_g64"
-                    && is_default
-                    && route.epilogue == Epilogue::None
-                    && (tt == 1 || tt == 8)
-                {
-                    let (n, k) = STREAM_SHAPES[6];
-                    cases.push((tt, n, k));
-                }
-            }
+        let cases: Vec<Case> = match route.kernel {
+            ExactKernel::Gemv => QUALIFY_SHAPES
+                .iter()
+                .filter(|&&(t, _, k)| supports(route.format, k) && !(route.tt == 1 && t > 3))
+                .map(|&(t, n, k)| (t, n, k, Override::default()))
+                .collect(),
+            ExactKernel::Stream(tile) => stream_cases(&route, tile),
+        };
+        if weights_of != route.format.name.as_str() {
+            weights.clear();
+            weights_of = route.format.name.as_str();
         }
-        for (t, n, k) in cases {
+        for (t, n, k, over) in cases {
             if !supports(route.format, k) {
                 continue;
             }
-            let (w, payload) = random_weight(gpu, route.format, n, k, rng)?;
-            out.push(check(gpu, &route, &w, &payload, t, rng)?);
+            // The head is used once per format: not kept.
+            if n * k > 1 << 28 {
+                let (w, payload) = random_weight(gpu, route.format, n, k, rng)?;
+                out.push(check(gpu, &route, &w, &payload, t, over, rng)?);
+                continue;
+            }
+            let (w, payload) = match weights.entry((n, k)) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(random_weight(gpu, route.format, n, k, rng)?)
+                }
+            };
+            out.push(check(gpu, &route, w, payload, t, over, rng)?);
         }
     }
     Ok(out)
@@ -536,6 +991,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         tt,
         epilogue: Epilogue::None,
         kernel: ExactKernel::Stream(tile),
+        prologue: PrologueKind::None,
     };
     let tiles = |f: &'static Format, t: usize| -> Vec<ExactRoute> {
         let tt = (t as u32).next_power_of_two();
@@ -559,6 +1015,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                     tt: 1,
                     epilogue: Epilogue::None,
                     kernel: ExactKernel::Gemv,
+                    prologue: PrologueKind::None,
                 });
             }
             per_t.push((t, routes));
@@ -638,6 +1095,76 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
             }
         }
     }
+    records.extend(bench_prologues(ctx, filter, &mut rng)?);
+    Ok(records)
+}
+
+/// The prologues' cost: each fused route against the same GEMV without its prologue, q4_g64,
+/// T = 1, the default split, 20 launches back to back per sample (as a captured decode step
+/// runs them), at SmolLM2's and the 27B's shapes.
+fn bench_prologues(
+    ctx: &BenchCtx,
+    filter: Option<&str>,
+    rng: &mut impl Rng,
+) -> Result<Vec<BenchRecord>, GpuError> {
+    let gpu = ctx.gpu;
+    let what = "linear_exact prologue q4_g64 x20";
+    let mut records = Vec::new();
+    if filter.is_some_and(|f| !what.contains(f)) {
+        return Ok(records);
+    }
+    let q4 = crate::formats::format("q4_g64").expect("registered");
+    let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+    let plain = PrologueKind::RmsNorm(NormWeight::Plain);
+    let cases = [
+        ((1536, 576), plain, Epilogue::None),
+        ((576, 1536), PrologueKind::Swiglu, Epilogue::Residual),
+        ((17408, 5120), zc, Epilogue::None),
+        ((5120, 17408), PrologueKind::Swiglu, Epilogue::Residual),
+    ];
+    for ((n, k), kind, epilogue) in cases {
+        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(q4, &layout, rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        let xs: Vec<f32> = (0..2 * k).map(|_| rng.sample(StandardNormal)).collect();
+        let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
+        let (x, nw) = (gpu.upload(&xs)?, gpu.upload(&nw)?);
+        let y: CudaSlice<f32> = gpu.alloc_zeros(n)?;
+        let r: CudaSlice<f32> = gpu.alloc_zeros(n)?;
+        let (xp, yp, rp) = (
+            super::gdn::dptr(gpu, &x),
+            super::gdn::dptr(gpu, &y),
+            super::gdn::dptr(gpu, &r),
+        );
+        let res = (epilogue == Epilogue::Residual).then_some(rp);
+        let fused = match kind {
+            PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
+                weight: super::gdn::dptr(gpu, &nw),
+                eps: 1e-6,
+                conv,
+            },
+            _ => Prologue::Swiglu,
+        };
+        for prologue in [Prologue::None, fused] {
+            let route =
+                ExactRoute::choose_with(q4, 1, epilogue, prologue.kind()).expect("instantiated");
+            let us = median_batched_us(gpu, 15, |i| {
+                launch_with(gpu, &route, &weights[i % sets], xp, &prologue, res, yp, 1)
+            })?;
+            let bytes = (layout.total_bytes + k * 4 + n * 4) as f64;
+            records.push(ctx.record(
+                what,
+                route.spec().entry,
+                format!("T=1 N={n} K={k}"),
+                us,
+                bytes,
+                2.0 * (n * k) as f64,
+            ));
+        }
+    }
     Ok(records)
 }
 
@@ -706,6 +1233,71 @@ mod tests {
         }
         // 17408 at one column: two slabs of whole lane rounds.
         assert_eq!(stream_slab(1, 17408).0, 288);
+    }
+
+    #[test]
+    fn prologues_choose_instantiated_stream_routes_only() {
+        let specs = instantiations();
+        let has = |e: &str| specs.iter().any(|s| s.entry == e);
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        for t in [1, 2, 3, 4, 5, 8, 9] {
+            for (kind, epilogue) in PrologueKind::FUSED {
+                let r = ExactRoute::choose_with(q4, t, epilogue, kind).expect("fused pair");
+                assert_eq!(r.prologue, kind);
+                let entry = r.spec().entry;
+                assert!(has(&entry), "{entry} is chosen but not registered");
+                assert!(entry.ends_with(kind.param()), "{entry}");
+                // Every split at one column carries the prologues too (the tuner's candidates).
+                for &tile in stream_tiles(1) {
+                    let r1 = ExactRoute {
+                        kernel: ExactKernel::Stream(tile),
+                        tt: 1,
+                        ..r.clone()
+                    };
+                    assert!(has(&r1.spec().entry), "{}", r1.spec().entry);
+                }
+            }
+            // Pairs that are not instantiated, and formats without the stream kernel.
+            let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+            assert!(ExactRoute::choose_with(q4, t, Epilogue::Residual, zc).is_none());
+            assert!(ExactRoute::choose_with(q4, t, Epilogue::None, PrologueKind::Swiglu).is_none());
+            let bf16 = crate::formats::format("bf16").unwrap();
+            assert!(ExactRoute::choose_with(bf16, t, Epilogue::None, zc).is_none());
+            assert!(ExactRoute::choose_with(bf16, t, Epilogue::None, PrologueKind::None).is_some());
+        }
+        let none = ExactRoute::choose(q4, 1, Epilogue::None);
+        assert_eq!(none.prologue, PrologueKind::None);
+        assert!(!none.spec().entry.contains("rms") && !none.spec().entry.contains("swiglu"));
+    }
+
+    #[test]
+    fn the_prologue_reference_normalises_and_gates() {
+        let x = [3.0f32, 4.0, -1.0, 2.0];
+        let nw = [1.0f32, 0.5];
+        let p = PrologueKind::RmsNorm(NormWeight::Plain);
+        let v = prologue_reference(p, &x, &nw, 0.0, (2, 2));
+        let inv = 1.0 / (12.5f64).sqrt();
+        assert!((v[0] - 3.0 * inv).abs() < 1e-12 && (v[1] - 2.0 * inv).abs() < 1e-12);
+        let zc = prologue_reference(
+            PrologueKind::RmsNorm(NormWeight::ZeroCentred),
+            &x,
+            &nw,
+            0.0,
+            (2, 2),
+        );
+        assert!((zc[1] - 4.0 * inv * 1.5).abs() < 1e-12);
+        let s = prologue_reference(PrologueKind::Swiglu, &x, &[], 0.0, (1, 2));
+        let silu = |g: f64| g / (1.0 + (-g).exp());
+        assert!((s[0] - -silu(3.0)).abs() < 1e-12 && (s[1] - silu(4.0) * 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn persistent_slabs_take_the_whole_row_within_the_opt_in_budget() {
+        // 17408 at one column fits 112 KB in one slab; at two it does not.
+        let whole = 17408 / 32 * 144;
+        assert!(whole <= STREAM_SMEM_PERSISTENT);
+        assert_eq!(stream_slab_within(1, 17408, whole), (544, whole));
+        assert!(2 * whole > STREAM_SMEM_PERSISTENT);
     }
 
     #[test]

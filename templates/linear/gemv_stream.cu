@@ -7,7 +7,7 @@
   Work split. A warp owns `rows` consecutive output rows; a block holds `warps` warps. A row
   is cut into chunks of 32 weights (32 * FMT_BITS / 8 bytes: 16 B for 4-bit, 24 B for 6-bit,
   32 B for 8-bit); lane l takes chunks l, l + 32, ... of all the warp's rows at once, so
-  each activation it reads serves `rows` rows. Each iteration first issues the loads of
+  each activation it reads serves `rows` rows. Each step first issues the loads of
   `unroll` chunks of every row (16-byte vector loads that bypass L1) and their scales,
   then converts and multiplies: `unroll * rows` chunk loads in flight per lane.
 
@@ -26,11 +26,32 @@
   T partial sums are scaled once by its group's f32 scale into the accumulators; a warp
   shuffle reduces them at the end.
 
+  Row groups. A block covers ROWS * WARPS rows (a row group) at a time and walks groups
+  blockIdx.x, blockIdx.x + gridDim.x, ...: launched with one block per group it is the
+  classic grid; launched with fewer (the persistent grid: about as many blocks as fit on
+  the device at once) each block loops over several groups, and when K fits one slab it
+  stages the activations once for all of them.
+
+  Prologue, applied while the activations are staged (so the op before the GEMV needs no
+  launch of its own); `x` below is what the kernel reads, X what it multiplies:
+    none       X = x
+    rmsnorm    X[t,k] = x[t,k] * rsqrt(mean_k(x[t,:]^2) + eps) * w[k]        (plain weight)
+    rmsnorm1p  X[t,k] = x[t,k] * rsqrt(mean_k(x[t,:]^2) + eps) * (1 + w[k])  (zero-centred)
+    swiglu     X[t,k] = silu(x[t,k]) * x[t,K+k]: x is a gate_up matrix of row stride 2K
+  The norm's sum of squares is every block's own (f32, strided per thread, then a warp and
+  a block reduction, as templates/norm/rmsnorm.cu), over the whole row from global memory,
+  once per block, before the first slab; the products are written as rmsnorm.cu writes
+  them, (x * inv_rms) * scale. SwiGLU is templates/elementwise/pointwise.cu's expression:
+  silu = g / (1 + expf(-g)) and the product, with _rn intrinsics (f32).
+  `pw` (f32, K) is the norm weight, `eps` the norm's epsilon; both unused otherwise.
+
   Params: format, tt (max columns), rows (rows per warp), warps (per block), unroll
   (chunks per row per iteration), epilogue ("none" | "residual": Y = X W^T + R, R may be
-  Y itself), act ("f32" | "bf16").
+  Y itself), act ("f32" | "bf16"), prologue ("none" | "rmsnorm" | "rmsnorm1p" | "swiglu";
+  absent means "none").
   Weight planes: row r's quants at q + r*q_row_bytes, its scales at s + r*s_row_bytes.
 #}
+{%- set prologue = prologue | default(value="none") %}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
 {{ format_code }}
@@ -46,6 +67,25 @@
 #endif
 #define CHUNKS_PER_GROUP (FMT_GROUP / CN)
 #define XS_CHUNK (CN + 4)     // floats per staged chunk: 32 activations and a 16-byte pad
+#define BLOCK (WARPS * 32)
+#define STEP (32 * UNROLL)  // chunks of a row per step
+{%- if prologue == "rmsnorm" or prologue == "rmsnorm1p" %}
+#define PRO_RMS 1
+{%- else %}
+#define PRO_RMS 0
+{%- endif %}
+{%- if prologue == "swiglu" %}
+#define PRO_SWIGLU 1
+{%- else %}
+#define PRO_SWIGLU 0
+{%- endif %}
+// 8-activation units each thread loads before storing any (fewer with a prologue's second
+// operand, so that staging does not raise the kernel's register count).
+#if PRO_RMS || PRO_SWIGLU
+#define STAGE_BATCH 2
+#else
+#define STAGE_BATCH 4
+#endif
 
 {%- if act == "bf16" %}
 typedef bf16_t act_t;
@@ -155,49 +195,57 @@ __device__ __forceinline__ void chunk_weights8(const u32* w, int sb, float* o) {
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
+extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
                   const u8* __restrict__ q2, const u8* __restrict__ s2,
                   long long q_row_bytes, long long s_row_bytes,
                   const act_t* __restrict__ x,
                   const act_t* residual,
                   act_t* y,
-                  int T, int N, int K, int slab)
+                  int T, int N, int K, int slab,
+                  const float* __restrict__ pw, float eps)
 {
     // Activations of one slab of `slab` chunks, every column, as f32: chunk c of column t at
     // xs[t * slab * XS_CHUNK + c * XS_CHUNK]; the 4-float pad after each chunk spreads the
     // lanes' 16-byte reads (one chunk per lane) over all banks.
     extern __shared__ float4 xs_raw[];
     float* xs = (float*)xs_raw;
+#if PRO_RMS
+    __shared__ float red[WARPS * TT];
+    __shared__ float inv_rms[TT];
+#endif
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int row0 = (blockIdx.x * WARPS + warp) * ROWS;  // rows past N: clamped, not stored
     const int chunks = K / CN;
-
-    const u8* qr[ROWS];
-    const u8* sr[ROWS];
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-        const long long row = min(row0 + r, N - 1);
-        qr[r] = q + row * q_row_bytes;
-        sr[r] = s + row * s_row_bytes;
-    }
-
-    float acc[ROWS][TT];
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-        for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
-
+    const int groups = (N + ROWS * WARPS - 1) / (ROWS * WARPS);
+    // Several slabs: every group stages each again; one slab: staged once per block.
+    const bool restage = slab < chunks;
+    const long long x_stride = PRO_SWIGLU ? 2LL * K : (long long)K;
     const int col_stride = slab * XS_CHUNK;
-    for (int cs = 0; cs < chunks; cs += slab) {
-        const int ce = min(cs + slab, chunks);
-        // Block-uniform: every warp walks the same bases, so the barriers below are safe.
-        for (int base = cs; base < ce; base += 32 * UNROLL) {
-            // Phase 1: every weight load of this iteration (chunks past the slab re-read its
-            // last one and are not used).
-            u32 raw[UNROLL][ROWS][CW];
-            float sc[UNROLL][ROWS];
+    bool staged = false;  // block-uniform
+
+    for (int g = blockIdx.x; g < groups; g += gridDim.x) {
+        const int row0 = (g * WARPS + warp) * ROWS;  // rows past N: clamped, not stored
+
+        const u8* qr[ROWS];
+        const u8* sr[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const long long row = min(row0 + r, N - 1);
+            qr[r] = q + row * q_row_bytes;
+            sr[r] = s + row * s_row_bytes;
+        }
+
+        float acc[ROWS][TT];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+            for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
+
+        // Step loads: every weight load of `UNROLL` chunks of every row (chunks past the slab
+        // re-read its last one and are not used).
+        auto load_step = [&](u32 (&raw)[UNROLL][ROWS][CW], float (&sc)[UNROLL][ROWS], int base,
+                             int ce) {
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const int c = min(base + 32 * u + lane, ce - 1);
@@ -207,25 +255,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                     sc[u][r] = ld_stream_scale(sr[r] + 2 * (c / CHUNKS_PER_GROUP));
                 }
             }
-            if (base == cs) {
-                // Stage the slab's activations while the first weights are in flight.
-                __syncthreads();  // the previous slab's readers are done
-                const int n8 = (ce - cs) * (CN / 8);
-                for (int i = threadIdx.x; i < T * n8; i += WARPS * 32) {
-                    const int t = i / n8;
-                    const int e = i - t * n8;  // 8-float unit within the slab
-                    float v[8];
-                    load_x8(x + (long long)t * K + (long long)cs * CN + 8 * e, v);
-                    float4* d = (float4*)(xs + t * col_stride + (e >> 2) * XS_CHUNK + 8 * (e & 3));
-                    float4 a, b;
-                    a.x = v[0]; a.y = v[1]; a.z = v[2]; a.w = v[3];
-                    b.x = v[4]; b.y = v[5]; b.z = v[6]; b.w = v[7];
-                    d[0] = a;
-                    d[1] = b;
-                }
-                __syncthreads();
-            }
-            // Phase 2: convert and multiply, 8 weights at a time.
+        };
+        // Step compute: convert and multiply, 8 weights at a time.
+        auto compute_step = [&](const u32 (&raw)[UNROLL][ROWS][CW], const float (&sc)[UNROLL][ROWS],
+                                int base, int cs, int ce) {
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
                 const int c = base + 32 * u + lane;
@@ -267,21 +300,128 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                         for (int t = 0; t < TT; ++t) acc[r][t] = fmaf(part[r][t], sc[u][r], acc[r][t]);
                 }
             }
+        };
+
+        for (int cs = 0; cs < chunks; cs += slab) {
+            const int ce = min(cs + slab, chunks);
+            // Block-uniform: every warp walks the same bases, so the staging's barriers are
+            // safe. (Software-pipelining the steps in two register buffers was measured and
+            // gained nothing at T = 1 while costing occupancy at T = 8: v5 in
+            // bench/kernels/README.md.)
+            for (int base = cs; base < ce; base += STEP) {
+                u32 raw[UNROLL][ROWS][CW];
+                float sc[UNROLL][ROWS];
+                load_step(raw, sc, base, ce);
+                if (base == cs && (restage || !staged)) {
+                    // Stage the slab's activations while the first weights are in flight.
+                    __syncthreads();  // the previous slab's readers are done
+#if PRO_RMS
+                    if (!staged) {
+                        // Each column's inverse RMS over the whole row, once per block.
+                        const int k8 = K / 8;
+                        for (int t = 0; t < TT; ++t) {
+                            float ss = 0.0f;
+                            if (t < T) {
+#pragma unroll 2
+                                for (int i = threadIdx.x; i < k8; i += BLOCK) {
+                                    float v[8];
+                                    load_x8(x + (long long)t * x_stride + 8 * i, v);
+#pragma unroll
+                                    for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
+                                }
+                            }
+                            ss = warp_sum(ss);
+                            if (lane == 0) red[warp * TT + t] = ss;
+                        }
+                        __syncthreads();
+                        if (threadIdx.x < TT) {
+                            float tot = 0.0f;
+                            for (int w = 0; w < WARPS; ++w) tot += red[w * TT + threadIdx.x];
+                            inv_rms[threadIdx.x] = rsqrtf(tot / (float)K + eps);
+                        }
+                        __syncthreads();
+                    }
+#endif
+                    const int n8 = (ce - cs) * (CN / 8);
+                    const int total = T * n8;
+                    for (int i0 = threadIdx.x; i0 < total; i0 += STAGE_BATCH * BLOCK) {
+                        // Every load of the batch first, then the prologue and the stores.
+                        float v[STAGE_BATCH][8];
+#if PRO_RMS || PRO_SWIGLU
+                        float v2[STAGE_BATCH][8];
+#endif
+#pragma unroll
+                        for (int j = 0; j < STAGE_BATCH; ++j) {
+                            const int i = i0 + j * BLOCK;
+                            if (i < total) {
+                                const int t = i / n8;
+                                const int e = i - t * n8;  // 8-float unit within the slab
+                                const long long k = (long long)cs * CN + 8 * e;
+                                load_x8(x + (long long)t * x_stride + k, v[j]);
+#if PRO_SWIGLU
+                                load_x8(x + (long long)t * x_stride + K + k, v2[j]);
+#elif PRO_RMS
+                                const float4 a = __ldg((const float4*)(pw + k));
+                                const float4 b = __ldg((const float4*)(pw + k) + 1);
+                                v2[j][0] = a.x; v2[j][1] = a.y; v2[j][2] = a.z; v2[j][3] = a.w;
+                                v2[j][4] = b.x; v2[j][5] = b.y; v2[j][6] = b.z; v2[j][7] = b.w;
+#endif
+                            }
+                        }
+#pragma unroll
+                        for (int j = 0; j < STAGE_BATCH; ++j) {
+                            const int i = i0 + j * BLOCK;
+                            if (i < total) {
+                                const int t = i / n8;
+                                const int e = i - t * n8;
+#if PRO_RMS
+                                const float ir = inv_rms[t];
+#pragma unroll
+                                for (int m = 0; m < 8; ++m) {
+{%- if prologue == "rmsnorm1p" %}
+                                    const float scale = 1.0f + v2[j][m];
+{%- else %}
+                                    const float scale = v2[j][m];
+{%- endif %}
+                                    v[j][m] = v[j][m] * ir * scale;
+                                }
+#elif PRO_SWIGLU
+#pragma unroll
+                                for (int m = 0; m < 8; ++m) {
+                                    const float gv = v[j][m];
+                                    const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv)));
+                                    v[j][m] = __fmul_rn(silu, v2[j][m]);
+                                }
+#endif
+                                float4* d = (float4*)(xs + t * col_stride + (e >> 2) * XS_CHUNK + 8 * (e & 3));
+                                float4 a, b;
+                                a.x = v[j][0]; a.y = v[j][1]; a.z = v[j][2]; a.w = v[j][3];
+                                b.x = v[j][4]; b.y = v[j][5]; b.z = v[j][6]; b.w = v[j][7];
+                                d[0] = a;
+                                d[1] = b;
+                            }
+                        }
+                    }
+                    __syncthreads();
+                    staged = true;
+                }
+                compute_step(raw, sc, base, cs, ce);
+            }
         }
-    }
 
 #pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-        const int row = row0 + r;
+        for (int r = 0; r < ROWS; ++r) {
+            const int row = row0 + r;
 #pragma unroll
-        for (int t = 0; t < TT; ++t) {
-            float v = warp_sum(acc[r][t]);
-            if (lane == 0 && row < N && t < T) {
-                const long long o = (long long)t * N + row;
+            for (int t = 0; t < TT; ++t) {
+                float v = warp_sum(acc[r][t]);
+                if (lane == 0 && row < N && t < T) {
+                    const long long o = (long long)t * N + row;
 {%- if epilogue == "residual" %}
-                v += act_load(residual, o);
+                    v += act_load(residual, o);
 {%- endif %}
-                y[o] = act_store(v);
+                    y[o] = act_store(v);
+                }
             }
         }
     }
