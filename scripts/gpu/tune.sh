@@ -57,7 +57,8 @@ decode() { # $1: rounds, $2: label, rest: bench model arguments
             timeout 300 $B bench model "$@" $routes --device cuda --lanes 1 --prompt 16 \
                 --json "$OUT/decode-one.jsonl" > "$OUT/decode-one.txt" 2>&1 || rc=1
             cat "$OUT/decode-one.txt" >> "$OUT/decode.txt"
-            tps=$(grep -E '^decode' "$OUT/decode-one.txt" | awk '{print $5}')
+            # The table row (what, lanes, tokens, context, tokens/s, ...), not the progress line.
+            tps=$(grep -E '^decode +1 +[0-9]+ +[0-9]+ ' "$OUT/decode-one.txt" | awk '{print $5}')
             printf '%-26s round %s %-13s decode %s tok/s\n' "$label" "$round" \
                 "$([ "$routes" = "--no-profile" ] && echo heuristics || echo profile)" "$tps" \
                 | tee -a "$OUT/decode-summary.txt"
