@@ -75,6 +75,10 @@ pub struct GpuArgs {
     /// (slower; for comparing the two).
     #[arg(long)]
     pub no_graphs: bool,
+    /// Run RMSNorm and SwiGLU as launches of their own instead of inside the linear that
+    /// consumes them (slower; for comparing the two).
+    #[arg(long)]
+    pub unfused: bool,
     /// Take the routes from this tuning profile (it must be for this GPU and this build's
     /// kernel templates, else it is ignored with a notice). Default: the first matching
     /// profile in $NINFER_PROFILE_DIR, ./tuning, the source tree's tuning/ and
@@ -104,6 +108,7 @@ impl GpuArgs {
             weights,
             act: self.activations,
             graphs: !self.no_graphs,
+            fused: !self.unfused,
             ..CudaOptions::default()
         })
     }

@@ -117,6 +117,29 @@ pub trait Backend: Clone + Send + Sync {
         let y = self.linear(a, w, bias);
         self.add_assign(x, &y);
     }
+    /// `rmsnorm(x) W^T`, for a norm whose output only this linear reads. The default is
+    /// `rmsnorm` then `linear` (a backend may normalise `x` while the linear loads it).
+    fn norm_linear(
+        &self,
+        x: &Self::Act,
+        norm: &Self::Vector,
+        eps: f64,
+        conv: NormWeight,
+        w: &Self::Linear,
+    ) -> Self::Act {
+        self.linear(&self.rmsnorm(x, norm, eps, conv), w, None)
+    }
+    /// `x += swiglu(gu[:, ..I], gu[:, I..]) W^T`: an MLP's down projection of its stacked
+    /// gate/up output `gu` (`2I` columns) into the residual stream. The default is
+    /// `swiglu` then `linear_add` (a backend may apply SwiGLU while the linear loads `gu`).
+    fn swiglu_linear_add(&self, x: &mut Self::Act, gate_up: &Self::Act, w: &Self::Linear) {
+        let inter = self.cols(gate_up) / 2;
+        let (g, u) = (
+            self.slice_cols(gate_up, 0, inter),
+            self.slice_cols(gate_up, inter, inter),
+        );
+        self.linear_add(x, &self.swiglu(&g, &u), w, None);
+    }
     /// `silu(gate) * up`.
     fn swiglu(&self, gate: &Self::Act, up: &Self::Act) -> Self::Act;
     /// `x * sigmoid(gate)`, elementwise.

@@ -36,7 +36,7 @@ use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
 use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
 use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
-use crate::ops::linear_exact::{self, ExactRoute};
+use crate::ops::linear_exact::{self, ExactRoute, Prologue, PrologueKind};
 use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
@@ -55,6 +55,9 @@ pub struct CudaOptions {
     pub act: LinearActivations,
     /// Capture single-token steps as CUDA graphs and replay them.
     pub graphs: bool,
+    /// Fold RMSNorm and SwiGLU into the load of the linear that consumes them, where the
+    /// linear's route can (`Backend::norm_linear`, `Backend::swiglu_linear_add`).
+    pub fused: bool,
 }
 
 /// The precision of linear layers' inputs and outputs.
@@ -75,6 +78,7 @@ impl Default for CudaOptions {
             kv: KvType::F32,
             act: LinearActivations::Exact,
             graphs: true,
+            fused: true,
         }
     }
 }
@@ -464,6 +468,41 @@ impl CudaBackend {
         ok("linear", launched);
     }
 
+    /// The stream route that runs `w` for `t` rows with `prologue` folded into its load of
+    /// the input (exact mode, below the tiled GEMM's row count, a stream-kernel format),
+    /// the tuned split applied where the prologue variant is instantiated for it (column
+    /// tile 1: every split; wider tiles: only the default); `None` where the op must run
+    /// unfused.
+    fn fused_route(
+        &self,
+        w: &DeviceWeight,
+        t: usize,
+        epilogue: Epilogue,
+        prologue: PrologueKind,
+    ) -> Option<ExactRoute> {
+        let bf16 = self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64);
+        let tiled = SgemmRoute::choose(w.format, t, epilogue)
+            .filter(|_| linear_sgemm::supports(w.format, w.layout.k))
+            .is_some();
+        if !self.opts.fused
+            || bf16
+            || tiled
+            || t == 0
+            || !linear_exact::supports(w.format, w.layout.k)
+        {
+            return None;
+        }
+        let mut route = ExactRoute::choose_with(w.format, t, epilogue, prologue)?;
+        // The tuner times the plain kernel; a prologue adds about the same work to every
+        // split (a norm's sum of squares per block), so the plain winner serves it too.
+        if route.tt == 1 {
+            if let Some(kernel) = self.routes.exact(route.format, 1, w.layout.n, w.layout.k) {
+                route.kernel = kernel;
+            }
+        }
+        Some(route)
+    }
+
     fn attn_dims(shape: AttnShape) -> AttnDims {
         AttnDims {
             n_heads: shape.n_heads,
@@ -778,6 +817,75 @@ impl Backend for CudaBackend {
         // writing it): one launch instead of a linear and an add.
         let xp = self.ptr(x);
         self.linear_f32(w, self.ptr(a), Some(xp), xp, a.rows, Epilogue::Residual);
+    }
+
+    fn norm_linear(
+        &self,
+        x: &CudaAct,
+        norm: &CudaSlice<f32>,
+        eps: f64,
+        conv: NormWeight,
+        w: &DeviceWeight,
+    ) -> CudaAct {
+        let fused = (norm.len() == x.cols)
+            .then(|| self.fused_route(w, x.rows, Epilogue::None, PrologueKind::RmsNorm(conv)))
+            .flatten();
+        let Some(route) = fused else {
+            return self.linear(&self.rmsnorm(x, norm, eps, conv), w, None);
+        };
+        assert_eq!(
+            x.cols, w.layout.k,
+            "norm_linear: input width != weight columns"
+        );
+        let y = self.alloc(x.rows, w.layout.n);
+        let prologue = Prologue::RmsNorm {
+            weight: self.slice_ptr(norm),
+            eps: eps as f32,
+            conv,
+        };
+        let launched = linear_exact::launch_with(
+            &self.gpu,
+            &route,
+            w,
+            self.ptr(x),
+            &prologue,
+            None,
+            self.ptr(&y),
+            x.rows,
+        );
+        ok("norm_linear", launched);
+        y
+    }
+
+    fn swiglu_linear_add(&self, x: &mut CudaAct, gate_up: &CudaAct, w: &DeviceWeight) {
+        let fused = (gate_up.cols == 2 * w.layout.k)
+            .then(|| self.fused_route(w, gate_up.rows, Epilogue::Residual, PrologueKind::Swiglu))
+            .flatten();
+        let Some(route) = fused else {
+            let inter = gate_up.cols / 2;
+            let (g, u) = (
+                self.slice_cols(gate_up, 0, inter),
+                self.slice_cols(gate_up, inter, inter),
+            );
+            return self.linear_add(x, &self.swiglu(&g, &u), w, None);
+        };
+        assert_eq!(
+            (x.rows, x.cols),
+            (gate_up.rows, w.layout.n),
+            "swiglu_linear_add: shapes"
+        );
+        let xp = self.ptr(x);
+        let launched = linear_exact::launch_with(
+            &self.gpu,
+            &route,
+            w,
+            self.ptr(gate_up),
+            &Prologue::Swiglu,
+            Some(xp),
+            xp,
+            gate_up.rows,
+        );
+        ok("swiglu_linear_add", launched);
     }
 
     fn swiglu(&self, gate: &CudaAct, up: &CudaAct) -> CudaAct {

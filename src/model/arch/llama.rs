@@ -256,9 +256,8 @@ impl<B: Backend> Llama<B> {
     fn head_logits(&self, x: &B::Act) -> B::Act {
         let b = &self.backend;
         let eps = self.config.rms_norm_eps;
-        let x = b.rmsnorm(x, &self.final_norm, eps, NormWeight::Plain);
         let head = self.head.as_ref().unwrap_or(&self.embed);
-        b.linear(&x, head, None)
+        b.norm_linear(x, &self.final_norm, eps, NormWeight::Plain, head)
     }
 
     /// Every block on `ids` (at the positions after the cache's, which it advances): the
@@ -269,8 +268,13 @@ impl<B: Backend> Llama<B> {
         let head_dim = self.shape.head_dim;
         let mut x = b.embedding(&self.embed, ids);
         for (li, l) in self.layers.iter().enumerate() {
-            let h = b.rmsnorm(&x, &l.attn_norm, eps, NormWeight::Plain);
-            let qkv = b.linear(&h, &l.wqkv, l.bqkv.as_ref());
+            let qkv = match &l.bqkv {
+                Some(bias) => {
+                    let h = b.rmsnorm(&x, &l.attn_norm, eps, NormWeight::Plain);
+                    b.linear(&h, &l.wqkv, Some(bias))
+                }
+                None => b.norm_linear(&x, &l.attn_norm, eps, NormWeight::Plain, &l.wqkv),
+            };
             let (qw, kw) = (
                 self.shape.n_heads * head_dim,
                 self.shape.n_kv_heads * head_dim,
@@ -286,11 +290,8 @@ impl<B: Backend> Llama<B> {
             }
             let a = b.rope_attention(&mut state.kv, li, &mut q, &mut k, &v, head_dim, &self.rope);
             b.linear_add(&mut x, &a, &l.wo, l.bo.as_ref());
-            let h = b.rmsnorm(&x, &l.ffn_norm, eps, NormWeight::Plain);
-            let gu = b.linear(&h, &l.gate_up, None);
-            let inter = b.cols(&gu) / 2;
-            let (g, u) = (b.slice_cols(&gu, 0, inter), b.slice_cols(&gu, inter, inter));
-            b.linear_add(&mut x, &b.swiglu(&g, &u), &l.down, None);
+            let gu = b.norm_linear(&x, &l.ffn_norm, eps, NormWeight::Plain, &l.gate_up);
+            b.swiglu_linear_add(&mut x, &gu, &l.down);
         }
         b.kv_advance(&mut state.kv, ids.len());
         x

@@ -68,10 +68,17 @@ fn mlp<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act) -> B::Act {
     b.linear(&b.swiglu(&g, &u), &m.down, None)
 }
 
-/// `out += mlp(x)`.
-fn mlp_add<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act, out: &mut B::Act) {
-    let (g, u) = gate_up(b, m, x);
-    b.linear_add(out, &b.swiglu(&g, &u), &m.down, None);
+/// `out += mlp(rmsnorm(x))`, the norm and SwiGLU left to the backend to fuse.
+fn norm_mlp_add<B: Backend>(
+    b: &B,
+    m: &Mlp<B>,
+    x: &mut B::Act,
+    norm: &B::Vector,
+    eps: f64,
+    conv: NormWeight,
+) {
+    let gu = b.norm_linear(x, norm, eps, conv, &m.gate_up);
+    b.swiglu_linear_add(x, &gu, &m.down);
 }
 
 /// Matrices of `cols` columns stacked by rows into one linear layer (`parts` in order).
@@ -231,127 +238,129 @@ impl<B: Backend> Qwen35<B> {
             kc: g.conv_kernel_dim,
         });
         // One block under prefix `p`: attention or GDN mixer, MoE or dense FFN.
-        let load_layer =
-            |p: &str, attention: bool, moe_layer: bool| -> Result<Layer<B>, ArchError> {
-                let mixer = if attention {
-                    let a = format!("{p}self_attn.");
-                    let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
-                        let name = format!("{a}{n}_proj.weight");
-                        Ok((name.clone(), raw(&name)?))
-                    };
-                    Mixer::Attention {
-                        wqkv: stack_rows(b, c.hidden_size, vec![part("q")?, part("k")?, part("v")?])?,
-                        o_proj: lin(&format!("{a}o_proj.weight"))?,
-                        q_norm: vec(&format!("{a}q_norm.weight"))?,
-                        k_norm: vec(&format!("{a}k_norm.weight"))?,
-                    }
+        let load_layer = |p: &str,
+                          attention: bool,
+                          moe_layer: bool|
+         -> Result<Layer<B>, ArchError> {
+            let mixer = if attention {
+                let a = format!("{p}self_attn.");
+                let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
+                    let name = format!("{a}{n}_proj.weight");
+                    Ok((name.clone(), raw(&name)?))
+                };
+                Mixer::Attention {
+                    wqkv: stack_rows(b, c.hidden_size, vec![part("q")?, part("k")?, part("v")?])?,
+                    o_proj: lin(&format!("{a}o_proj.weight"))?,
+                    q_norm: vec(&format!("{a}q_norm.weight"))?,
+                    k_norm: vec(&format!("{a}k_norm.weight"))?,
+                }
+            } else {
+                let d = gdn_dims.ok_or(ArchError::Unsupported {
+                    arch: c.architecture,
+                })?;
+                let la = format!("{p}linear_attn.");
+                let in_names = ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
+                    .map(|n| format!("{la}{n}.weight"));
+                let in_parts = if c.architecture == Architecture::Qwen3Next {
+                    let (qkv, z, bw, aw) = degroup_qwen3_next(
+                        &d,
+                        c.hidden_size,
+                        &raw(&format!("{la}in_proj_qkvz.weight"))?,
+                        &raw(&format!("{la}in_proj_ba.weight"))?,
+                    );
+                    in_names.into_iter().zip([qkv, z, bw, aw]).collect()
                 } else {
-                    let d = gdn_dims.ok_or(ArchError::Unsupported {
-                        arch: c.architecture,
-                    })?;
-                    let la = format!("{p}linear_attn.");
-                    let in_names = ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
-                        .map(|n| format!("{la}{n}.weight"));
-                    let in_parts = if c.architecture == Architecture::Qwen3Next {
-                        let (qkv, z, bw, aw) = degroup_qwen3_next(
-                            &d,
-                            c.hidden_size,
-                            &raw(&format!("{la}in_proj_qkvz.weight"))?,
-                            &raw(&format!("{la}in_proj_ba.weight"))?,
-                        );
-                        in_names.into_iter().zip([qkv, z, bw, aw]).collect()
-                    } else {
-                        in_names
-                            .into_iter()
-                            .map(|n| raw(&n).map(|v| (n, v)))
-                            .collect::<Result<Vec<_>, _>>()?
-                    };
-                    Mixer::Gdn {
-                        in_proj: stack_rows(b, c.hidden_size, in_parts)?,
-                        params: b.gdn_weights(
-                            d,
-                            raw(&format!("{la}conv1d.weight"))?,
-                            raw(&format!("{la}A_log"))?,
-                            raw(&format!("{la}dt_bias"))?,
-                            raw(&format!("{la}norm.weight"))?,
-                            c.rms_norm_eps,
-                        ),
-                        out_proj: lin(&format!("{la}out_proj.weight"))?,
-                    }
+                    in_names
+                        .into_iter()
+                        .map(|n| raw(&n).map(|v| (n, v)))
+                        .collect::<Result<Vec<_>, _>>()?
                 };
-                let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
-                    let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
-                        let name = format!("{q}{n}_proj.weight");
-                        Ok((name.clone(), raw(&name)?))
-                    };
-                    Ok(Mlp {
-                        gate_up: stack_rows(b, c.hidden_size, vec![part("gate")?, part("up")?])?,
-                        down: lin(&format!("{q}down_proj.weight"))?,
-                    })
+                Mixer::Gdn {
+                    in_proj: stack_rows(b, c.hidden_size, in_parts)?,
+                    params: b.gdn_weights(
+                        d,
+                        raw(&format!("{la}conv1d.weight"))?,
+                        raw(&format!("{la}A_log"))?,
+                        raw(&format!("{la}dt_bias"))?,
+                        raw(&format!("{la}norm.weight"))?,
+                        c.rms_norm_eps,
+                    ),
+                    out_proj: lin(&format!("{la}out_proj.weight"))?,
+                }
+            };
+            let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
+                let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
+                    let name = format!("{q}{n}_proj.weight");
+                    Ok((name.clone(), raw(&name)?))
                 };
-                let ffn = match &c.moe {
-                    Some(moe) if moe_layer => {
-                        let (e_n, inter, h) =
-                            (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
-                        let fused = format!("{p}mlp.experts.gate_up_proj");
-                        let experts = if w.has_tensor(&fused) {
-                            // [E, 2I, H] (gate rows first) and [E, H, I].
-                            let gu = raw(&fused)?;
-                            let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
-                            if gu.len() != e_n * 2 * inter * h || dn.len() != e_n * h * inter {
-                                return Err(ArchError::Weight {
-                                    name: fused,
-                                    problem: "fused expert tensors do not match the config".into(),
-                                });
-                            }
-                            (0..e_n)
-                                .map(|e| {
-                                    let g0 = e * 2 * inter * h;
-                                    Mlp {
-                                        gate_up: b.linear_from_f32(
-                                            2 * inter,
-                                            h,
-                                            gu[g0..g0 + 2 * inter * h].to_vec(),
-                                        ),
-                                        down: b.linear_from_f32(
-                                            h,
-                                            inter,
-                                            dn[e * h * inter..(e + 1) * h * inter].to_vec(),
-                                        ),
-                                    }
-                                })
-                                .collect()
-                        } else {
-                            (0..e_n)
-                                .map(|e| dense(&format!("{p}mlp.experts.{e}.")))
-                                .collect::<Result<Vec<_>, _>>()?
-                        };
-                        let shared = if moe.shared_expert_intermediate_size > 0 {
-                            Some((
-                                dense(&format!("{p}mlp.shared_expert."))?,
-                                lin(&format!("{p}mlp.shared_expert_gate.weight"))?,
-                            ))
-                        } else {
-                            None
-                        };
-                        Ffn::Moe {
-                            router: lin(&format!("{p}mlp.gate.weight"))?,
-                            experts,
-                            top_k: moe.num_experts_per_tok,
-                            renormalize: c.architecture == Architecture::Qwen35Moe
-                                || moe.norm_topk_prob,
-                            shared,
-                        }
-                    }
-                    _ => Ffn::Dense(dense(&format!("{p}mlp."))?),
-                };
-                Ok(Layer {
-                    input_norm: vec(&format!("{p}input_layernorm.weight"))?,
-                    mixer,
-                    post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
-                    ffn,
+                Ok(Mlp {
+                    gate_up: stack_rows(b, c.hidden_size, vec![part("gate")?, part("up")?])?,
+                    down: lin(&format!("{q}down_proj.weight"))?,
                 })
             };
+            let ffn = match &c.moe {
+                Some(moe) if moe_layer => {
+                    let (e_n, inter, h) =
+                        (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
+                    let fused = format!("{p}mlp.experts.gate_up_proj");
+                    let experts = if w.has_tensor(&fused) {
+                        // [E, 2I, H] (gate rows first) and [E, H, I].
+                        let gu = raw(&fused)?;
+                        let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
+                        if gu.len() != e_n * 2 * inter * h || dn.len() != e_n * h * inter {
+                            return Err(ArchError::Weight {
+                                name: fused,
+                                problem: "fused expert tensors do not match the config".into(),
+                            });
+                        }
+                        (0..e_n)
+                            .map(|e| {
+                                let g0 = e * 2 * inter * h;
+                                Mlp {
+                                    gate_up: b.linear_from_f32(
+                                        2 * inter,
+                                        h,
+                                        gu[g0..g0 + 2 * inter * h].to_vec(),
+                                    ),
+                                    down: b.linear_from_f32(
+                                        h,
+                                        inter,
+                                        dn[e * h * inter..(e + 1) * h * inter].to_vec(),
+                                    ),
+                                }
+                            })
+                            .collect()
+                    } else {
+                        (0..e_n)
+                            .map(|e| dense(&format!("{p}mlp.experts.{e}.")))
+                            .collect::<Result<Vec<_>, _>>()?
+                    };
+                    let shared = if moe.shared_expert_intermediate_size > 0 {
+                        Some((
+                            dense(&format!("{p}mlp.shared_expert."))?,
+                            lin(&format!("{p}mlp.shared_expert_gate.weight"))?,
+                        ))
+                    } else {
+                        None
+                    };
+                    Ffn::Moe {
+                        router: lin(&format!("{p}mlp.gate.weight"))?,
+                        experts,
+                        top_k: moe.num_experts_per_tok,
+                        renormalize: c.architecture == Architecture::Qwen35Moe
+                            || moe.norm_topk_prob,
+                        shared,
+                    }
+                }
+                _ => Ffn::Dense(dense(&format!("{p}mlp."))?),
+            };
+            Ok(Layer {
+                input_norm: vec(&format!("{p}input_layernorm.weight"))?,
+                mixer,
+                post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
+                ffn,
+            })
+        };
         let is_moe = |i: usize| {
             c.moe.as_ref().is_some_and(|moe| {
                 !moe.mlp_only_layers.contains(&i)
@@ -495,7 +504,8 @@ impl<B: Backend> Qwen35<B> {
             n_kv_heads,
             head_dim,
         } = self.shape;
-        let h = b.rmsnorm(x, &l.input_norm, eps, zc);
+        // The input norm feeds one stacked projection per mixer: the backend may fuse it.
+        let normed_linear = |w: &B::Linear| b.norm_linear(x, &l.input_norm, eps, zc, w);
         // The mixer's output before its out projection, and that projection.
         let (pre, out_w) = match &l.mixer {
             Mixer::Attention {
@@ -504,7 +514,7 @@ impl<B: Backend> Qwen35<B> {
                 q_norm,
                 k_norm,
             } => {
-                let qkv = b.linear(&h, wqkv, None);
+                let qkv = normed_linear(wqkv);
                 let (qg_w, kv_w) = (2 * n_heads * head_dim, n_kv_heads * head_dim);
                 let qg = b.slice_cols(&qkv, 0, qg_w);
                 let (q, gate) = b.split_heads(&qg, n_heads, head_dim, head_dim);
@@ -520,7 +530,7 @@ impl<B: Backend> Qwen35<B> {
                 out_proj,
             } => {
                 let d = self.gdn_dims.expect("a GDN layer has GDN dimensions");
-                let all = b.linear(&h, in_proj, None);
+                let all = normed_linear(in_proj);
                 let (qkv_w, z_w) = (d.conv_dim(), d.value_dim());
                 let mixed = b.slice_cols(&all, 0, qkv_w);
                 let z = b.slice_cols(&all, qkv_w, z_w);
@@ -531,9 +541,8 @@ impl<B: Backend> Qwen35<B> {
             }
         };
         b.linear_add(x, &pre, out_w, None);
-        let h = b.rmsnorm(x, &l.post_norm, eps, zc);
         match &l.ffn {
-            Ffn::Dense(m) => mlp_add(b, m, &h, x),
+            Ffn::Dense(m) => norm_mlp_add(b, m, x, &l.post_norm, eps, zc),
             Ffn::Moe {
                 router,
                 experts,
@@ -541,6 +550,7 @@ impl<B: Backend> Qwen35<B> {
                 renormalize,
                 shared,
             } => {
+                let h = b.rmsnorm(x, &l.post_norm, eps, zc);
                 let t = b.rows(&h);
                 let logits = b.to_host(&b.linear(&h, router, None));
                 for (e, (rows, wts)) in route(&logits, experts.len(), *top_k, *renormalize)
