@@ -100,6 +100,29 @@ pub struct Gpu {
     by_spec: DashMap<String, CudaFunction>,
 }
 
+/// Stream-ordered frees return memory to the device's default pool, which by default hands
+/// it back to the driver at every synchronisation; ops allocate their outputs on the stream,
+/// so every window or step would map its memory again. Keep it in the pool instead.
+fn keep_freed_memory(ctx: &CudaContext) -> Result<(), GpuError> {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: the device handle is the context's; `pool` is written by the driver before
+    // use; the attribute takes a pointer to a u64.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .ctx("cuDeviceGetDefaultMemPool")?;
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .result()
+        .ctx("setting the memory pool's release threshold")?;
+    }
+    Ok(())
+}
+
 impl Gpu {
     /// Opens device `ordinal` with a fresh stream.
     pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
@@ -113,6 +136,7 @@ impl Gpu {
         // SAFETY: called before any buffer or stream work on this context.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().ctx("creating a stream")?;
+        keep_freed_memory(&ctx)?;
         let props = props_of(&ctx)?;
         Ok(Gpu {
             ctx,
