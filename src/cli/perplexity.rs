@@ -222,7 +222,7 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
             "tokens_per_s": totals.tokens_per_s(),
             "device": device,
             "precision": job.precision.flags(),
-            "rev": git_rev(),
+            "rev": crate::bench::model::git_rev(),
         });
         let body = serde_json::to_string_pretty(&record).expect("a JSON value serializes");
         std::fs::write(out, body + "\n").map_err(|e| {
@@ -303,25 +303,6 @@ fn read_text(path: &Path) -> Result<String, CliError> {
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
     String::from_utf8(bytes)
         .map_err(|_| CliError::usage(format!("{} is not UTF-8 text", path.display())))
-}
-
-/// `$NINFER_REV` when set (GPU jobs stamp the revision the binary was staged from), else
-/// `git describe --always --dirty` of the source tree this binary was built from, or
-/// "unknown" where that tree or git is not there.
-fn git_rev() -> String {
-    if let Some(rev) = std::env::var("NINFER_REV").ok().filter(|r| !r.is_empty()) {
-        return rev;
-    }
-    std::process::Command::new("git")
-        .args(["describe", "--always", "--dirty"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 #[cfg(test)]

@@ -455,9 +455,7 @@ impl CudaBackend {
         t: usize,
         epilogue: Epilogue,
     ) {
-        let tiled = SgemmRoute::choose(w.format, t, epilogue)
-            .filter(|_| linear_sgemm::supports(w.format, w.layout.k));
-        let launched = match tiled {
+        let launched = match self.tiled_route(w, t, epilogue) {
             Some(route) => linear_sgemm::launch(&self.gpu, &route, w, x, r, y, t),
             None => {
                 let mut route = ExactRoute::choose(w.format, t, epilogue);
@@ -468,11 +466,22 @@ impl CudaBackend {
         ok("linear", launched);
     }
 
+    /// The tiled GEMM's route for `t` rows of `w`, where it takes them.
+    fn tiled_route(&self, w: &DeviceWeight, t: usize, epilogue: Epilogue) -> Option<SgemmRoute> {
+        SgemmRoute::choose(w.format, t, epilogue)
+            .filter(|_| linear_sgemm::supports(w.format, w.layout.k))
+    }
+
+    /// Whether `w` runs on the tensor-core routes with bf16 activations (bf16 mode, K a
+    /// multiple of 64); every other linear runs exact.
+    fn runs_bf16(&self, w: &DeviceWeight) -> bool {
+        self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64)
+    }
+
     /// The stream route that runs `w` for `t` rows with `prologue` folded into its load of
     /// the input (exact mode, below the tiled GEMM's row count, a stream-kernel format),
-    /// the tuned split applied where the prologue variant is instantiated for it (column
-    /// tile 1: every split; wider tiles: only the default); `None` where the op must run
-    /// unfused.
+    /// with the tuned split where `tune::exact::apply` gives one; `None` where the op must
+    /// run unfused.
     fn fused_route(
         &self,
         w: &DeviceWeight,
@@ -480,26 +489,16 @@ impl CudaBackend {
         epilogue: Epilogue,
         prologue: PrologueKind,
     ) -> Option<ExactRoute> {
-        let bf16 = self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64);
-        let tiled = SgemmRoute::choose(w.format, t, epilogue)
-            .filter(|_| linear_sgemm::supports(w.format, w.layout.k))
-            .is_some();
         if !self.opts.fused
-            || bf16
-            || tiled
+            || self.runs_bf16(w)
+            || self.tiled_route(w, t, epilogue).is_some()
             || t == 0
             || !linear_exact::supports(w.format, w.layout.k)
         {
             return None;
         }
         let mut route = ExactRoute::choose_with(w.format, t, epilogue, prologue)?;
-        // The tuner times the plain kernel; a prologue adds about the same work to every
-        // split (a norm's sum of squares per block), so the plain winner serves it too.
-        if route.tt == 1 {
-            if let Some(kernel) = self.routes.exact(route.format, 1, w.layout.n, w.layout.k) {
-                route.kernel = kernel;
-            }
-        }
+        crate::tune::exact::apply(&self.routes, &mut route, w.layout.n, w.layout.k);
         Some(route)
     }
 
@@ -765,7 +764,7 @@ impl Backend for CudaBackend {
 
     fn linear(&self, x: &CudaAct, w: &DeviceWeight, bias: Option<&CudaSlice<f32>>) -> CudaAct {
         assert_eq!(x.cols, w.layout.k, "linear: input width != weight columns");
-        if self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64) {
+        if self.runs_bf16(w) {
             return self.linear_bf16(x, w, bias);
         }
         let (t, n) = (x.rows, w.layout.n);
@@ -805,8 +804,7 @@ impl Backend for CudaBackend {
         w: &DeviceWeight,
         bias: Option<&CudaSlice<f32>>,
     ) {
-        let fusable = bias.is_none()
-            && !(self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64));
+        let fusable = bias.is_none() && !self.runs_bf16(w);
         if !fusable {
             let y = self.linear(a, w, bias);
             return self.add_assign(x, &y);

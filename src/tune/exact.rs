@@ -19,7 +19,9 @@
 
 use crate::formats::Format;
 use crate::ops::linear::Epilogue;
-use crate::ops::linear_exact::{stream_supports, stream_tiles, ExactKernel, ExactRoute};
+use crate::ops::linear_exact::{
+    stream_supports, stream_tiles, ExactKernel, ExactRoute, PrologueKind,
+};
 
 use super::bucket::ShapeKey;
 
@@ -100,10 +102,11 @@ pub fn short(route: &ExactRoute) -> String {
 }
 
 /// `route` with the split the table chose for its shape, where the table has one and
-/// `route` is the heuristics' plain route (no prologue): tuning times the plain kernel, and
-/// every split of it is instantiated with both epilogues. A route with a prologue, or one
-/// the caller chose otherwise, is left as it is (the engine decides for prologue routes
-/// itself, with [`RouteTable::exact`](super::RouteTable::exact)).
+/// `route` is the heuristics' route for its format, tile, epilogue and prologue. Tuning
+/// times the plain kernel; every split of it is instantiated with both epilogues, and with
+/// each fused prologue at column tile 1 only (where the prologue adds about the same work
+/// to every split: a norm's sum of squares per block), so a prologue route at a wider tile
+/// keeps the heuristics' split. A route the caller chose otherwise is left as it is.
 pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usize) {
     let Some(kernel) = table.exact(route.format, route.tt, n, k) else {
         return;
@@ -111,7 +114,16 @@ pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usi
     if kernel == route.kernel || !matches!(route.kernel, ExactKernel::Stream(_)) {
         return;
     }
-    if *route == ExactRoute::choose(route.format, route.tt as usize, route.epilogue) {
+    if route.prologue != PrologueKind::None && route.tt != 1 {
+        return;
+    }
+    let heuristic = ExactRoute::choose_with(
+        route.format,
+        route.tt as usize,
+        route.epilogue,
+        route.prologue,
+    );
+    if heuristic.as_ref() == Some(&*route) {
         route.kernel = kernel;
     }
 }
