@@ -1,7 +1,8 @@
 {#
   GDN chunked prefill (chunk 64, WY/UT form), f32 throughout. Two stages:
 
-  stage "wu" (parallel over chunks), grid (ceil(T/64), HV, seqs), 256 threads. Per chunk
+  stage "wu" (parallel over chunks), grid (ceil(T/64), HV, seqs), 256 threads, dynamic
+  shared memory (4*(2*64*33 + 64*68 + 64*256 + 128) bytes). Per chunk
   with cumulative log-decay G (within the chunk):
     A[t][s] = beta_t (k_t . k_s) e^(G_t - G_s)  (s < t)
     (I + A) [W | U] = diag(beta) [K e^G | V]     (forward substitution, one column/thread)
@@ -22,6 +23,8 @@
 #define DKMAX {{ dkmax }}
 
 {% if stage == "wu" %}
+#define AST (CH + 4)   // row stride of A (16-byte rows)
+// Dynamic shared memory: 4 * (2*CH*33 + CH*AST + CH*NT + 2*CH) bytes.
 extern "C" __global__ void __launch_bounds__(NT)
 {{ kernel_name }}(const float* __restrict__ q_in,
                   const float* __restrict__ k_in,
@@ -34,11 +37,13 @@ extern "C" __global__ void __launch_bounds__(NT)
                   float* __restrict__ gc_out,
                   int T, int hk, int hv, int dk, int dv)
 {
-    __shared__ float Qs[CH][33];
-    __shared__ float Ks[CH][33];
-    __shared__ float As[CH][CH + 1];
-    __shared__ float gcs[CH];
-    __shared__ float bts[CH];
+    extern __shared__ float smem[];
+    float* Qs = smem;                 // [CH][33] slice of q
+    float* Ks = Qs + CH * 33;         // [CH][33] slice of k
+    float* As = Ks + CH * 33;         // [CH][AST]
+    float* Xs = As + CH * AST;        // [CH][NT]: column tid belongs to thread tid
+    float* gcs = Xs + CH * NT;        // [CH]
+    float* bts = gcs + CH;            // [CH]
     const int seq = blockIdx.z, h = blockIdx.y;
     const int kh = h / (hv / hk);
     const int t0 = blockIdx.x * CH;
@@ -70,15 +75,15 @@ extern "C" __global__ void __launch_bounds__(NT)
         for (int e = tid; e < CH * 32; e += NT) {
             const int t = e >> 5, i = e & 31;
             const bool in = t < tc && i0 + i < dk;
-            Qs[t][i] = in ? q_in[((tok0 + t) * hk + kh) * dk + i0 + i] : 0.0f;
-            Ks[t][i] = in ? k_in[((tok0 + t) * hk + kh) * dk + i0 + i] : 0.0f;
+            Qs[t * 33 + i] = in ? q_in[((tok0 + t) * hk + kh) * dk + i0 + i] : 0.0f;
+            Ks[t * 33 + i] = in ? k_in[((tok0 + t) * hk + kh) * dk + i0 + i] : 0.0f;
         }
         __syncthreads();
         for (int i = 0; i < 32; ++i) {
-            const float kt = Ks[ta][i], qt = Qs[ta][i];
+            const float kt = Ks[ta * 33 + i], qt = Qs[ta * 33 + i];
 #pragma unroll
             for (int m = 0; m < 16; ++m) {
-                const float ks = Ks[(tid & 3) + 4 * m][i];
+                const float ks = Ks[((tid & 3) + 4 * m) * 33 + i];
                 accA[m] = fmaf(kt, ks, accA[m]);
                 accP[m] = fmaf(qt, ks, accP[m]);
             }
@@ -88,31 +93,39 @@ extern "C" __global__ void __launch_bounds__(NT)
     for (int m = 0; m < 16; ++m) {
         const int s = (tid & 3) + 4 * m;
         const float decay = (s <= ta && ta < tc) ? expf(gcs[ta] - gcs[s]) : 0.0f;
-        As[ta][s] = s < ta ? bts[ta] * accA[m] * decay : 0.0f;
+        As[ta * AST + s] = s < ta ? bts[ta] * accA[m] * decay : 0.0f;
         if (ta < tc) p_out[((tok0 + ta) * hv + h) * CH + s] = accP[m] * decay;
     }
     __syncthreads();
-    // Forward substitution, one column of [W | U] per thread.
-    for (int c = tid; c < dk + dv; c += NT) {
-        float x[CH];
-#pragma unroll
+    // Forward substitution, one column of [W | U] per thread, in shared memory (each
+    // thread touches only its own column, so no barrier inside).
+    for (int c0 = 0; c0 < dk + dv; c0 += NT) {
+        const int c = c0 + tid;
+        const bool act = c < dk + dv;
+#pragma unroll 8
         for (int t = 0; t < CH; ++t) {
             float b = 0.0f;
-            if (t < tc) {
+            if (act && t < tc) {
                 b = c < dk ? k_in[((tok0 + t) * hk + kh) * dk + c] * expf(gcs[t])
                            : v_in[((tok0 + t) * hv + h) * dv + (c - dk)];
                 b *= bts[t];
             }
-            float b2 = 0.0f;   // two chains: half the dependent latency
-#pragma unroll
-            for (int s = 0; s + 1 < t; s += 2) {
-                b = fmaf(-As[t][s], x[s], b);
-                b2 = fmaf(-As[t][s + 1], x[s + 1], b2);
+            Xs[t * NT + tid] = b;
+        }
+        for (int t = 0; t < CH; ++t) {
+            float b = Xs[t * NT + tid], b2 = 0.0f, b3 = 0.0f, b4 = 0.0f;
+            int s = 0;
+            for (; s + 4 <= t; s += 4) {
+                const float4 a4 = *reinterpret_cast<const float4*>(As + t * AST + s);
+                b = fmaf(-a4.x, Xs[s * NT + tid], b);
+                b2 = fmaf(-a4.y, Xs[(s + 1) * NT + tid], b2);
+                b3 = fmaf(-a4.z, Xs[(s + 2) * NT + tid], b3);
+                b4 = fmaf(-a4.w, Xs[(s + 3) * NT + tid], b4);
             }
-            if (t & 1) b = fmaf(-As[t][t - 1], x[t - 1], b);
-            b += b2;
-            x[t] = b;
-            if (t < tc) {
+            for (; s < t; ++s) b = fmaf(-As[t * AST + s], Xs[s * NT + tid], b);
+            b = (b + b2) + (b3 + b4);
+            Xs[t * NT + tid] = b;
+            if (act && t < tc) {
                 if (c < dk) w_out[((tok0 + t) * hv + h) * dk + c] = b;
                 else u_out[((tok0 + t) * hv + h) * dv + (c - dk)] = b;
             }

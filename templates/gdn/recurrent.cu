@@ -134,12 +134,10 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32{% if minb > 0 %}, {{ min
     __syncthreads();
 #if !defined(MODE_RECORD)
     // Every read of the conv state is done (it sits in win): count this block in. The
-    // last block of the key head's group to arrive writes the q/k windows at the end.
-    if (tid == 0) {
-        const unsigned int group = (unsigned int)(r * gridDim.x);
-        const unsigned int prev = atomicAdd(&counters[lane_id * hk + kh], 1u);
-        last_flag = (prev == group - 1);
-    }
+    // last block of the key head's group to arrive writes the q/k windows at the end;
+    // the atomic's result is looked at only then, so its round trip overlaps the work.
+    unsigned int prev = 0u;
+    if (tid == 0) prev = atomicAdd(&counters[lane_id * hk + kh], 1u);
 #endif
 
     for (int t = 0; t < ntok; ++t) {
@@ -224,6 +222,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32{% if minb > 0 %}, {{ min
     }
     // Conv state: v channels belong to this block alone; the q/k channels are written by
     // the last block of the key head's group to finish reading them.
+    if (tid == 0) last_flag = (prev == (unsigned int)(r * gridDim.x) - 1u);
     __syncthreads();
     for (int c = 2 * dk + tid; c < nch; c += WARPS * 32) {
         const int ch = 2 * kd + h * dv + row0 + (c - 2 * dk);

@@ -13,6 +13,7 @@ use crate::gpu::Graph;
 
 pub const DECODE_WHAT: &str = "gdn decode";
 pub const PREFILL_WHAT: &str = "gdn prefill";
+pub const PREFILL_STAGE_WHAT: &str = "gdn prefill stage";
 
 /// The `shape` string of a decode record (the peer script writes the same).
 pub fn decode_shape(lanes: usize, d: &GdnDims, st: StateType) -> String {
@@ -114,6 +115,18 @@ pub fn time_decode(
 
 /// Times the chunked prefill of one sequence of `t` tokens; median per prefill in us.
 pub fn time_prefill(gpu: &Gpu, w: &GdnWeights, ty: StateType, t: usize) -> Result<f64, GpuError> {
+    time_prefill_stages(gpu, w, ty, t, PrefillStages::ALL)
+}
+
+/// [`time_prefill`] of only `stages` (the workspace holds a whole prefill's intermediates
+/// first, so each stage reads real data).
+pub fn time_prefill_stages(
+    gpu: &Gpu,
+    w: &GdnWeights,
+    ty: StateType,
+    t: usize,
+    stages: PrefillStages,
+) -> Result<f64, GpuError> {
     let d = &w.dims;
     let in_bytes = t * (d.conv_dim() + 2 * d.hv) * 4;
     let sets = rotation_sets(gpu, in_bytes).min(8);
@@ -142,7 +155,7 @@ pub fn time_prefill(gpu: &Gpu, w: &GdnWeights, ty: StateType, t: usize) -> Resul
     gpu.synchronize()?;
     let graph = Graph::capture(gpu, || {
         for raw in &raws {
-            launch_prefill(gpu, w, &mut st, *raw, &mut ws, op)?;
+            launch_prefill_stages(gpu, w, &mut st, *raw, &mut ws, op, stages)?;
         }
         Ok(())
     })?;
@@ -199,6 +212,31 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
                 us,
                 bytes,
                 prefill_flops(&d, t),
+            ));
+        }
+        // Each stage alone (f32 state), to say where the time goes.
+        let one = |prep, wu, scan, scan_dvt| PrefillStages {
+            prep,
+            wu,
+            scan,
+            scan_dvt,
+        };
+        let mut stages = vec![
+            ("prep".to_string(), one(true, false, false, 0)),
+            ("chunk_wu".to_string(), one(false, true, false, 0)),
+        ];
+        for dvt in CHUNK_DVTS {
+            stages.push((format!("chunk_scan_v{dvt}"), one(false, false, true, dvt)));
+        }
+        for (name, stages) in stages {
+            let us = time_prefill_stages(gpu, w, StateType::F32, t, stages)?;
+            out.push(ctx.record(
+                PREFILL_STAGE_WHAT,
+                name,
+                prefill_shape(t, &d, StateType::F32),
+                us,
+                0.0,
+                0.0,
             ));
         }
     }

@@ -178,6 +178,11 @@ pub struct Tile {
     pub vec: bool,
     /// Blocks per SM the compiler must fit (a register cap); 0: none.
     pub minb: u32,
+    /// 0: one block per column tile (`gdn/recurrent.cu`). n > 0: one block per `n`
+    /// consecutive tiles of one key head's value heads, the q/k conv and norm done once
+    /// per block and the next tile's state loaded while the current one computes
+    /// (`gdn/grouped.cu`; 16-byte slices only).
+    pub group: u32,
 }
 
 impl Tile {
@@ -189,7 +194,15 @@ impl Tile {
         (self.warps * self.rows * (32 / self.lpr)) as usize
     }
     pub fn fits(&self, dk: usize) -> bool {
-        dk <= self.dk_max() && (!self.vec || dk.is_multiple_of(self.ept as usize))
+        dk <= self.dk_max()
+            && (!self.vec || dk.is_multiple_of(self.ept as usize))
+            && (self.group == 0 || self.vec)
+    }
+    /// Blocks of the grouped kernel per (lane, key head): the `r` value heads' column
+    /// tiles split `group` to a block.
+    pub fn parts(&self, d: &GdnDims) -> usize {
+        let units = (d.hv / d.hk) * d.dv.div_ceil(self.cols_per_block());
+        units.div_ceil(self.group.max(1) as usize)
     }
     fn short(&self) -> String {
         let cap = if self.minb > 0 {
@@ -197,8 +210,13 @@ impl Tile {
         } else {
             String::new()
         };
+        let group = if self.group > 0 {
+            format!("g{}", self.group)
+        } else {
+            String::new()
+        };
         format!(
-            "l{}e{}r{}w{}{}{cap}",
+            "l{}e{}r{}w{}{}{cap}{group}",
             self.lpr,
             self.ept,
             self.rows,
@@ -217,6 +235,16 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         warps,
         vec,
         minb: 0,
+        group: 0,
+    };
+    let g = |rows, warps, group, minb| Tile {
+        lpr: 16,
+        ept: 8,
+        rows,
+        warps,
+        vec: true,
+        minb,
+        group,
     };
     match state {
         StateType::F32 => vec![
@@ -224,12 +252,24 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
+            g(2, 8, 1, 0),
+            g(2, 4, 1, 0),
+            g(2, 8, 3, 0),
+            g(2, 8, 3, 3),
+            g(2, 8, 6, 0),
+            g(4, 8, 3, 0),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
+            g(2, 8, 1, 0),
+            g(2, 4, 1, 0),
+            g(2, 8, 3, 0),
+            g(2, 8, 3, 3),
+            g(2, 8, 6, 0),
+            g(4, 8, 3, 0),
         ],
     }
 }
@@ -252,6 +292,18 @@ impl RecurrentRoute {
             self.tile.short(),
             self.kc
         );
+        if self.tile.group > 0 {
+            return KernelSpec::new("gdn_grouped", "gdn/grouped.cu", entry)
+                .param("mode", self.mode)
+                .param("state", self.state.cuda_type())
+                .param("lpr", self.tile.lpr)
+                .param("ept", self.tile.ept)
+                .param("rows", self.tile.rows)
+                .param("warps", self.tile.warps)
+                .param("group", self.tile.group)
+                .param("minb", self.tile.minb)
+                .param("kc", self.kc);
+        }
         KernelSpec::new("gdn_recurrent", "gdn/recurrent.cu", entry)
             .param("mode", self.mode)
             .param("state", self.state.cuda_type())
@@ -293,6 +345,7 @@ impl RecurrentRoute {
             warps: 8,
             vec: true,
             minb: 0,
+            group: 0,
         };
         if state == StateType::F16 && lanes >= 4 && wide.fits(dims.dk) {
             return Some(RecurrentRoute {
@@ -325,6 +378,8 @@ const PREP_TOKC: usize = 16;
 const PREP_CHMAX: usize = 2; // 2*dk and dv up to 256
 const CHUNK_DKMAX: usize = 128;
 const CHUNK_DVT: usize = 32;
+/// Scan column widths that are compiled (the bench times each; the op uses CHUNK_DVT).
+pub const CHUNK_DVTS: [usize; 3] = [16, 32, 64];
 const NORM_BLOCK: u32 = 128;
 
 fn prep_spec(kc: usize) -> KernelSpec {
@@ -345,15 +400,15 @@ fn chunk_wu_spec() -> KernelSpec {
         .param("dkmax", CHUNK_DKMAX)
 }
 
-fn chunk_scan_spec() -> KernelSpec {
+fn chunk_scan_spec(dvt: usize) -> KernelSpec {
     KernelSpec::new(
         "gdn_chunk",
         "gdn/chunk.cu",
-        format!("gdn_chunk_scan_d{CHUNK_DKMAX}_v{CHUNK_DVT}"),
+        format!("gdn_chunk_scan_d{CHUNK_DKMAX}_v{dvt}"),
     )
     .param("stage", "scan")
     .param("dkmax", CHUNK_DKMAX)
-    .param("dvt", CHUNK_DVT)
+    .param("dvt", dvt)
 }
 
 fn set_smem(f: &cudarc::driver::CudaFunction, bytes: usize) -> Result<(), GpuError> {
@@ -364,8 +419,15 @@ fn set_smem(f: &cudarc::driver::CudaFunction, bytes: usize) -> Result<(), GpuErr
     .map_err(|e| GpuError::driver("raising the shared-memory limit", e))
 }
 
-fn chunk_scan_smem() -> usize {
-    let (d, v, c) = (CHUNK_DKMAX, CHUNK_DVT, 64);
+/// Dynamic shared memory of the `wu` stage: q and k slices, A, the solve's columns, G and
+/// beta (see `gdn/chunk.cu`).
+fn chunk_wu_smem() -> usize {
+    let (c, nt) = (64, 256);
+    4 * (2 * c * 33 + c * (c + 4) + c * nt + 2 * c)
+}
+
+fn chunk_scan_smem(dvt: usize) -> usize {
+    let (d, v, c) = (CHUNK_DKMAX, dvt, 64);
     4 * (3 * c * d + d * (v + 1) + c * c + c * (v + 1) + 2 * c)
 }
 
@@ -405,7 +467,9 @@ pub fn instantiations() -> Vec<KernelSpec> {
     }
     specs.push(prep_spec(4));
     specs.push(chunk_wu_spec());
-    specs.push(chunk_scan_spec());
+    for dvt in CHUNK_DVTS {
+        specs.push(chunk_scan_spec(dvt));
+    }
     for out in crate::ops::DType::ALL {
         specs.push(norm_spec(out));
     }
@@ -592,14 +656,27 @@ pub fn launch_recurrent(
     }
     let spec = route.spec();
     let f = gpu.function(&spec)?;
-    let cfg = LaunchConfig {
-        grid_dim: (
-            d.dv.div_ceil(route.tile.cols_per_block()) as u32,
-            d.hv as u32,
-            st.lanes as u32,
-        ),
-        block_dim: (route.tile.warps * 32, 1, 1),
-        shared_mem_bytes: 0,
+    let cfg = if route.tile.group > 0 {
+        // gdn/grouped.cu: q/k of every token, q.k and the gates in dynamic shared memory.
+        let smem = 4 * t * (2 * route.tile.dk_max() + 1 + 2 * (d.hv / d.hk));
+        if smem > 48 * 1024 {
+            set_smem(&f, smem)?;
+        }
+        LaunchConfig {
+            grid_dim: ((d.hk * route.tile.parts(d)) as u32, 1, st.lanes as u32),
+            block_dim: (route.tile.warps * 32, 1, 1),
+            shared_mem_bytes: smem as u32,
+        }
+    } else {
+        LaunchConfig {
+            grid_dim: (
+                d.dv.div_ceil(route.tile.cols_per_block()) as u32,
+                d.hv as u32,
+                st.lanes as u32,
+            ),
+            block_dim: (route.tile.warps * 32, 1, 1),
+            shared_mem_bytes: 0,
+        }
     };
     let sp = st.s.ptr(gpu);
     let (out_p, rec_s, rec_c, cnt) = (
@@ -733,7 +810,7 @@ pub fn prefill_route_name() -> String {
         "{}+{}+{}",
         prep_spec(4).entry,
         chunk_wu_spec().entry,
-        chunk_scan_spec().entry
+        chunk_scan_spec(CHUNK_DVT).entry
     )
 }
 
@@ -747,6 +824,40 @@ pub fn launch_prefill(
     x: RawInputs,
     ws: &mut PrefillWorkspace,
     out: u64,
+) -> Result<(), GpuError> {
+    launch_prefill_stages(gpu, w, st, x, ws, out, PrefillStages::ALL)
+}
+
+/// Which stages of the chunked prefill a launch queues (the benchmark times each alone;
+/// the op always runs all three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefillStages {
+    pub prep: bool,
+    pub wu: bool,
+    pub scan: bool,
+    /// Columns of S per scan block (one of [`CHUNK_DVTS`]).
+    pub scan_dvt: usize,
+}
+
+impl PrefillStages {
+    pub const ALL: PrefillStages = PrefillStages {
+        prep: true,
+        wu: true,
+        scan: true,
+        scan_dvt: CHUNK_DVT,
+    };
+}
+
+/// [`launch_prefill`], queueing only the stages `stages` names (each stage reads what the
+/// one before wrote into `ws`).
+pub fn launch_prefill_stages(
+    gpu: &Gpu,
+    w: &GdnWeights,
+    st: &mut GdnState,
+    x: RawInputs,
+    ws: &mut PrefillWorkspace,
+    out: u64,
+    stages: PrefillStages,
 ) -> Result<(), GpuError> {
     let d = &w.dims;
     let (seqs, t) = (ws.seqs, ws.t);
@@ -764,7 +875,7 @@ pub fn launch_prefill(
     }
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     // Prologue.
-    {
+    if stages.prep {
         let spec = prep_spec(d.kc);
         let f = gpu.function(&spec)?;
         let cfg = LaunchConfig {
@@ -795,13 +906,15 @@ pub fn launch_prefill(
         // SAFETY: matches gdn/prep.cu; buffers sized by PrefillWorkspace::new.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
-    {
+    if stages.wu {
         let spec = chunk_wu_spec();
         let f = gpu.function(&spec)?;
+        let smem = chunk_wu_smem();
+        set_smem(&f, smem)?;
         let cfg = LaunchConfig {
             grid_dim: (t.div_ceil(64) as u32, d.hv as u32, seqs as u32),
             block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
         b.arg(&ws.q)
@@ -819,6 +932,9 @@ pub fn launch_prefill(
         // SAFETY: matches gdn/chunk.cu (wu); buffers sized by PrefillWorkspace::new.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
+    if !stages.scan {
+        return Ok(());
+    }
     // The scan works on an f32 state; f16 storage is staged through ws.s32.
     let n_state = (seqs * d.state_len()) as i64;
     let state_ptr = match (&st.s, &ws.s32) {
@@ -830,12 +946,13 @@ pub fn launch_prefill(
         (StateBuf::F16(_), None) => panic!("an f16 state needs a workspace made for f16"),
     };
     {
-        let spec = chunk_scan_spec();
+        let dvt = stages.scan_dvt;
+        let spec = chunk_scan_spec(dvt);
         let f = gpu.function(&spec)?;
-        let smem = chunk_scan_smem();
+        let smem = chunk_scan_smem(dvt);
         set_smem(&f, smem)?;
         let cfg = LaunchConfig {
-            grid_dim: (d.dv.div_ceil(CHUNK_DVT) as u32, d.hv as u32, seqs as u32),
+            grid_dim: (d.dv.div_ceil(dvt) as u32, d.hv as u32, seqs as u32),
             block_dim: (256, 1, 1),
             shared_mem_bytes: smem as u32,
         };
