@@ -51,20 +51,22 @@ extern "C" __global__ void __launch_bounds__(NT)
     const int tid = threadIdx.x;
     const long long tok0 = (long long)seq * T + t0;
 
+    // The chunk's gates: loaded by CH threads at once (one memory latency, not CH in a
+    // chain), then summed in order by one thread from shared memory.
+    if (tid < CH) {
+        gcs[tid] = tid < tc ? g_in[(tok0 + tid) * hv + h] : 0.0f;
+        bts[tid] = tid < tc ? beta_in[(tok0 + tid) * hv + h] : 0.0f;
+    }
+    __syncthreads();
     if (tid == 0) {
         float acc = 0.0f;
         for (int t = 0; t < CH; ++t) {
-            if (t < tc) {
-                acc += g_in[(tok0 + t) * hv + h];
-                gcs[t] = acc;
-                bts[t] = beta_in[(tok0 + t) * hv + h];
-                gc_out[(tok0 + t) * hv + h] = acc;
-            } else {
-                gcs[t] = acc;
-                bts[t] = 0.0f;
-            }
+            acc += gcs[t];   // zero past tc: G stays at its last value
+            gcs[t] = acc;
         }
     }
+    __syncthreads();
+    if (tid < tc) gc_out[(tok0 + tid) * hv + h] = gcs[tid];
     // Gram matrices over dk in slices of 32: thread (t = tid/4) takes s = tid%4 + 4m.
     const int ta = tid >> 2;
     float accA[16], accP[16];
@@ -102,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(NT)
     for (int c0 = 0; c0 < dk + dv; c0 += NT) {
         const int c = c0 + tid;
         const bool act = c < dk + dv;
-#pragma unroll 8
+#pragma unroll 16
         for (int t = 0; t < CH; ++t) {
             float b = 0.0f;
             if (act && t < tc) {

@@ -73,15 +73,30 @@ extern "C" __global__ void __launch_bounds__(NTH)
         }
     }
     const float scale = rsqrtf((float)dk);
+    // Every token's inputs first (independent loads: one memory latency per block, not
+    // one per token; the token loop has barriers).
+    float xs[TOKC][CHMAX];
+#pragma unroll
+    for (int k = 0; k < TOKC; ++k) {
+#pragma unroll
+        for (int m = 0; m < CHMAX; ++m) {
+            const int c = tid + m * NTH;
+            xs[k][m] = (t0 + k < t1 && c < nch)
+                ? mixed[((long long)seq * T + t0 + k) * conv_dim + chs[m]] : 0.0f;
+        }
+    }
 
-    for (int t = t0; t < t1; ++t) {
+#pragma unroll
+    for (int k = 0; k < TOKC; ++k) {
+        const int t = t0 + k;
+        if (t >= t1) break;
         const long long tok = (long long)seq * T + t;
         float sq = 0.0f, sk = 0.0f;
 #pragma unroll
         for (int m = 0; m < CHMAX; ++m) {
             const int c = tid + m * NTH;
             if (c < nch) {
-                const float xin = mixed[tok * conv_dim + chs[m]];
+                const float xin = xs[k][m];
                 float acc = 0.0f;
 #pragma unroll
                 for (int j = 0; j < KC - 1; ++j) acc = fmaf(w[m][j], win[m][j], acc);

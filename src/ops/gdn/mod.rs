@@ -183,6 +183,10 @@ pub struct Tile {
     /// per block and the next tile's state loaded while the current one computes
     /// (`gdn/grouped.cu`; 16-byte slices only).
     pub group: u32,
+    /// With `group > 0`: 0 = the next tile prefetched in registers (`gdn/grouped.cu`);
+    /// n >= 2 = tiles copied into shared memory by cp.async `n` stages deep
+    /// (`gdn/staged.cu`).
+    pub stages: u32,
 }
 
 impl Tile {
@@ -197,6 +201,7 @@ impl Tile {
         dk <= self.dk_max()
             && (!self.vec || dk.is_multiple_of(self.ept as usize))
             && (self.group == 0 || self.vec)
+            && (self.stages == 0 || self.stages >= 2)
     }
     /// Blocks of the grouped kernel per (lane, key head): the `r` value heads' column
     /// tiles split `group` to a block.
@@ -210,10 +215,10 @@ impl Tile {
         } else {
             String::new()
         };
-        let group = if self.group > 0 {
-            format!("g{}", self.group)
-        } else {
-            String::new()
+        let group = match (self.group, self.stages) {
+            (0, _) => String::new(),
+            (g, 0) => format!("g{g}"),
+            (g, s) => format!("g{g}s{s}"),
         };
         format!(
             "l{}e{}r{}w{}{}{cap}{group}",
@@ -236,15 +241,17 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         vec,
         minb: 0,
         group: 0,
+        stages: 0,
     };
-    let g = |rows, warps, group, minb| Tile {
+    let g = |group, stages, minb| Tile {
         lpr: 16,
         ept: 8,
-        rows,
-        warps,
+        rows: 2,
+        warps: 8,
         vec: true,
         minb,
         group,
+        stages,
     };
     match state {
         StateType::F32 => vec![
@@ -252,24 +259,26 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
-            g(2, 8, 1, 0),
-            g(2, 4, 1, 0),
-            g(2, 8, 3, 0),
-            g(2, 8, 3, 3),
-            g(2, 8, 6, 0),
-            g(4, 8, 3, 0),
+            g(1, 0, 0),
+            g(3, 0, 0),
+            g(6, 0, 0),
+            g(3, 3, 3),
+            g(4, 4, 3),
+            g(6, 4, 3),
+            g(12, 6, 0),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
-            g(2, 8, 1, 0),
-            g(2, 4, 1, 0),
-            g(2, 8, 3, 0),
-            g(2, 8, 3, 3),
-            g(2, 8, 6, 0),
-            g(4, 8, 3, 0),
+            g(1, 0, 0),
+            g(3, 0, 0),
+            g(6, 0, 0),
+            g(3, 3, 3),
+            g(4, 4, 3),
+            g(6, 4, 3),
+            g(12, 6, 0),
         ],
     }
 }
@@ -292,6 +301,19 @@ impl RecurrentRoute {
             self.tile.short(),
             self.kc
         );
+        if self.tile.group > 0 && self.tile.stages > 0 {
+            return KernelSpec::new("gdn_staged", "gdn/staged.cu", entry)
+                .param("mode", self.mode)
+                .param("state", self.state.cuda_type())
+                .param("lpr", self.tile.lpr)
+                .param("ept", self.tile.ept)
+                .param("rows", self.tile.rows)
+                .param("warps", self.tile.warps)
+                .param("group", self.tile.group)
+                .param("stages", self.tile.stages)
+                .param("minb", self.tile.minb)
+                .param("kc", self.kc);
+        }
         if self.tile.group > 0 {
             return KernelSpec::new("gdn_grouped", "gdn/grouped.cu", entry)
                 .param("mode", self.mode)
@@ -346,6 +368,7 @@ impl RecurrentRoute {
             vec: true,
             minb: 0,
             group: 0,
+            stages: 0,
         };
         if state == StateType::F16 && lanes >= 4 && wide.fits(dims.dk) {
             return Some(RecurrentRoute {
@@ -377,7 +400,7 @@ const PREP_BLOCK: u32 = 128;
 const PREP_TOKC: usize = 16;
 const PREP_CHMAX: usize = 2; // 2*dk and dv up to 256
 const CHUNK_DKMAX: usize = 128;
-const CHUNK_DVT: usize = 32;
+const CHUNK_DVT: usize = 16;
 /// Scan column widths that are compiled (the bench times each; the op uses CHUNK_DVT).
 pub const CHUNK_DVTS: [usize; 3] = [16, 32, 64];
 const NORM_BLOCK: u32 = 128;
@@ -657,8 +680,14 @@ pub fn launch_recurrent(
     let spec = route.spec();
     let f = gpu.function(&spec)?;
     let cfg = if route.tile.group > 0 {
-        // gdn/grouped.cu: q/k of every token, q.k and the gates in dynamic shared memory.
-        let smem = 4 * t * (2 * route.tile.dk_max() + 1 + 2 * (d.hv / d.hk));
+        // gdn/grouped.cu: q/k of every token, q.k and the gates in dynamic shared memory;
+        // gdn/staged.cu: the stages before them.
+        let mut smem = 4 * t * (2 * route.tile.dk_max() + 1 + 2 * (d.hv / d.hk));
+        if route.tile.stages > 0 {
+            let rows = route.tile.cols_per_block();
+            let stage = rows * route.tile.dk_max() * route.state.bytes() + rows * 2 * d.kc * 4;
+            smem += route.tile.stages as usize * stage;
+        }
         if smem > 48 * 1024 {
             set_smem(&f, smem)?;
         }
