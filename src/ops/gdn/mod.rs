@@ -5,7 +5,9 @@
 //! - [`cpu`]: the CPU op in f32 arithmetic with f32 or f16 state storage (what the CPU
 //!   backend runs, and the subject of the CPU drift test).
 //! - CUDA routes (this file): the fused recurrent kernel (`templates/gdn/recurrent.cu`,
-//!   modes step / record / replay, templated on the state storage type and the tile), the
+//!   modes step / record / replay, templated on the state storage type and the tile; the
+//!   same kernel grouped by key head, `gdn/grouped.cu`, and with a cp.async pipeline,
+//!   `gdn/staged.cu`, selected by [`Tile::group`] and [`Tile::stages`]), the
 //!   prefill prologue (`gdn/prep.cu`), the chunked prefill (`gdn/chunk.cu`, chunk 64,
 //!   WY/UT form, f32 interface: f16 storage is staged through an f32 workspace), the
 //!   output norm (`gdn/out_norm.cu`) and the state conversion (`gdn/convert.cu`).
@@ -231,7 +233,10 @@ impl Tile {
     }
 }
 
-/// The registered tiles per storage type: the first fitting one is the default.
+/// The registered tiles per storage type: the first fitting one is the default (one lane:
+/// the per-tile kernel is fastest there). The grouped g6 tile and the staged g4s4m3 one
+/// are the best of bench/gdn runs 4 and 5 at 8 lanes (g1, g3, g3s3m3, g6s4m3, g12s6 and the
+/// 4-warp / 64-column grouped tiles lost everywhere and were dropped).
 pub fn tiles(state: StateType) -> Vec<Tile> {
     let t = |lpr, ept, rows, warps, vec| Tile {
         lpr,
@@ -259,26 +264,16 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
-            g(1, 0, 0),
-            g(3, 0, 0),
             g(6, 0, 0),
-            g(3, 3, 3),
             g(4, 4, 3),
-            g(6, 4, 3),
-            g(12, 6, 0),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
-            g(1, 0, 0),
-            g(3, 0, 0),
             g(6, 0, 0),
-            g(3, 3, 3),
             g(4, 4, 3),
-            g(6, 4, 3),
-            g(12, 6, 0),
         ],
     }
 }
@@ -352,29 +347,30 @@ impl RecurrentRoute {
     }
 
     /// The heuristic by batch size, from the H200 runs in `bench/gdn` (no tuning profile
-    /// yet): the 32-column tile everywhere, except the 64-column one for f16 storage at 4
-    /// lanes or more (8 lanes, 27B: 17.0 us against 19.4 us).
+    /// yet): the per-tile 32-column kernel at 1-3 lanes (1 lane, 27B: f32 6.37 us, f16
+    /// 5.60 us), the grouped g6 kernel at 4 lanes or more (8 lanes, 27B, run 5: f32 21.2 us
+    /// against 23.9 us for the best per-tile kernel, f16 16.3 us against 16.8 us).
     pub fn choose_for_lanes(
         mode: Mode,
         state: StateType,
         dims: &GdnDims,
         lanes: usize,
     ) -> Option<Self> {
-        let wide = Tile {
+        let grouped = Tile {
             lpr: 16,
             ept: 8,
-            rows: 4,
+            rows: 2,
             warps: 8,
             vec: true,
             minb: 0,
-            group: 0,
+            group: 6,
             stages: 0,
         };
-        if state == StateType::F16 && lanes >= 4 && wide.fits(dims.dk) {
+        if lanes >= 4 && grouped.fits(dims.dk) {
             return Some(RecurrentRoute {
                 mode,
                 state,
-                tile: wide,
+                tile: grouped,
                 kc: dims.kc,
             });
         }
@@ -400,6 +396,8 @@ const PREP_BLOCK: u32 = 128;
 const PREP_TOKC: usize = 16;
 const PREP_CHMAX: usize = 2; // 2*dk and dv up to 256
 const CHUNK_DKMAX: usize = 128;
+/// Columns of S per scan block: 16 (bench/gdn run 5, 4096 tokens: 1.72 ms; 32: 1.84 ms;
+/// 64: 2.39 ms).
 const CHUNK_DVT: usize = 16;
 /// Scan column widths that are compiled (the bench times each; the op uses CHUNK_DVT).
 pub const CHUNK_DVTS: [usize; 3] = [16, 32, 64];
