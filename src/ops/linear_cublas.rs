@@ -1,8 +1,9 @@
 //! The cuBLAS prefill route (`--prefill-cublas`, opt-in, lossy): `Y[T,N] = X[T,K] W[N,K]^T
 //! (+ R)` for long prompts and perplexity windows on the tensor cores. Per tile of weight
 //! rows, the weight is dequantized to bf16 into a reusable scratch (`templates/linear/
-//! dequant.cu`, the format's own `fmt_decode_group` rounded to nearest even); the f32
-//! activations are rounded to bf16 once per call; cuBLAS `GemmEx` multiplies them (bf16 A
+//! dequant.cu`, the format's own `fmt_decode_group` rounded to nearest even, written out
+//! through shared memory in coalesced 16-byte words); the f32 activations are rounded to
+//! bf16 once per call (`templates/linear/act_bf16.cu`, 8 per thread); cuBLAS `GemmEx` multiplies them (bf16 A
 //! and B, f32 accumulation) straight into the f32 output, whose columns for the tile are a
 //! strided block of it (`ldc = N`), with `beta = 1` on the residual already there.
 //!
@@ -71,8 +72,49 @@ fn all_routes() -> Vec<DequantRoute> {
         .collect()
 }
 
+/// The activations' conversion to bf16 (`templates/linear/act_bf16.cu`).
+pub fn act_spec() -> KernelSpec {
+    KernelSpec::new(
+        "prefill_cublas",
+        "linear/act_bf16.cu",
+        "prefill_cublas_act_bf16",
+    )
+}
+
 pub fn instantiations() -> Vec<KernelSpec> {
-    all_routes().iter().map(DequantRoute::spec).collect()
+    let mut v: Vec<KernelSpec> = all_routes().iter().map(DequantRoute::spec).collect();
+    v.push(act_spec());
+    v
+}
+
+/// Queues `y[i] = bf16(x[i])` for `n` f32 at `x` into u16 bf16 bits at `y`: 8 per thread
+/// where `n` is a multiple of 8 and both addresses 16-byte aligned, else elementwise's
+/// one-per-thread kernel (the same values).
+pub fn launch_act_bf16(gpu: &Gpu, x: u64, y: u64, n: usize) -> Result<(), GpuError> {
+    if !(n.is_multiple_of(8) && x.is_multiple_of(16) && y.is_multiple_of(16)) {
+        return super::elementwise::f32_to_bf16(gpu, x, y, n);
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let spec = act_spec();
+    let f = gpu.function(&spec)?;
+    let n8 = (n / 8) as i64;
+    let blocks = (n / 8)
+        .div_ceil(256)
+        .min(gpu.props().sm_count as usize * 32) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(&x).arg(&y).arg(&n8);
+    // SAFETY: matches act_bf16.cu; the caller sizes x to n f32 and y to n u16, both
+    // 16-byte aligned (checked above), n a multiple of 8.
+    unsafe { b.launch(cfg) }
+        .map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))?;
+    Ok(())
 }
 
 /// Whether a `[N, K]` weight in `format` can take this route: whole decode groups per row
@@ -207,7 +249,7 @@ impl PrefillCublas {
         let xb = unsafe { gpu.stream().alloc::<u16>(t * k) }
             .map_err(|e| GpuError::driver("allocating device memory", e))?;
         let xbp = super::gdn::dptr(gpu, &xb);
-        super::elementwise::f32_to_bf16(gpu, x, xbp, t * k)?;
+        launch_act_bf16(gpu, x, xbp, t * k)?;
         let beta = match residual {
             None => 0.0,
             Some(r) => {
@@ -299,6 +341,53 @@ fn check_dequant(
     })
 }
 
+/// The activation conversion against `half::bf16::from_f32`, bit for bit: fresh normal
+/// values with ties, subnormals, infinities and NaNs (payloads and signs) planted, into a
+/// poisoned output (0x7f81, a NaN `half` never makes); `n` a multiple of 8 (the 8-wide
+/// kernel) or not (the fallback).
+fn check_act(gpu: &Gpu, n: usize, rng: &mut impl Rng) -> Result<Outcome, GpuError> {
+    let mut x: Vec<f32> = (0..n).map(|_| rng.sample(StandardNormal)).collect();
+    let special = [
+        f32::from_bits(0x3f80_8000), // a tie, rounds to even (down)
+        f32::from_bits(0x3f81_8000), // a tie, rounds to even (up)
+        f32::from_bits(0x0000_0001), // the smallest subnormal
+        f32::from_bits(0x007f_ffff), // the largest subnormal
+        f32::MAX,                    // rounds to infinity
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(0x7fc0_0001),
+        f32::from_bits(0xff80_0001), // a signalling NaN, negative
+        f32::from_bits(0x7fa1_2345),
+        -0.0,
+    ];
+    for (i, &v) in special.iter().enumerate() {
+        let at = (i * 7919) % n;
+        x[at] = v;
+    }
+    let dx = gpu.upload(&x)?;
+    let dy = gpu.upload(&vec![0x7f81u16; n])?;
+    launch_act_bf16(
+        gpu,
+        super::gdn::dptr(gpu, &dx),
+        super::gdn::dptr(gpu, &dy),
+        n,
+    )?;
+    gpu.synchronize()?;
+    let got = gpu.download(&dy)?;
+    let differ = got
+        .iter()
+        .zip(&x)
+        .filter(|&(&g, &v)| g != half::bf16::from_f32(v).to_bits())
+        .count();
+    Ok(Outcome {
+        route: act_spec().entry,
+        shape: format!("n={n} (bits differing)"),
+        rel_l2: differ as f64,
+        allowance: 0.0,
+        pass: differ == 0 && got.len() == n,
+    })
+}
+
 /// The whole route (dequant, activation rounding, cuBLAS, residual) on fresh random inputs
 /// against the f64 oracle of the unrounded weights and activations, bf16 allowance. The
 /// output is poisoned with NaN, or holds the residual when `in_place` (then R = Y).
@@ -386,6 +475,11 @@ pub fn qualify(
             }
         }
     }
+    if wanted(&act_spec().entry) {
+        for n in [4096 * 576, 1000, 8 * 12345] {
+            out.push(check_act(gpu, n, &mut srng)?);
+        }
+    }
     let p = PrefillCublas::new(gpu)?;
     for route in all_routes() {
         let f = route.format;
@@ -427,7 +521,7 @@ pub const QWEN27B_LINEARS: [(usize, usize, usize); 6] = [
 ];
 
 /// Where the route's time goes at the 27B's shapes (q4_g64, T = 512 and 4096): the whole
-/// route, the dequant alone and the GEMMs alone per shape, and the whole route summed over
+/// route, the dequant, the activations' conversion and the GEMMs alone per shape, and the whole route summed over
 /// the model's linears (one prompt window's linear time, a per-op profile of that part).
 pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
     let what = "prefill_cublas q4_g64";
@@ -466,6 +560,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 }
                 Ok(())
             })?;
+            let act_us = median_us(gpu, 2, 10, |_| launch_act_bf16(gpu, xp, xbp, t * k))?;
             let gemm_us = median_us(gpu, 2, 10, |_| {
                 for n0 in (0..n).step_by(rows) {
                     let nt = rows.min(n - n0);
@@ -491,6 +586,14 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 shape.clone(),
                 dequant_us,
                 wbytes + (n * k * 2) as f64,
+                0.0,
+            ));
+            records.push(ctx.record(
+                what,
+                act_spec().entry,
+                shape.clone(),
+                act_us,
+                (t * k * 6) as f64,
                 0.0,
             ));
             records.push(ctx.record(
@@ -537,7 +640,8 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), specs.len());
-        assert_eq!(specs.len(), crate::formats::registry().iter().count());
+        assert_eq!(specs.len(), crate::formats::registry().iter().count() + 1);
+        assert!(names.iter().all(|n| n.starts_with("prefill_cublas_")));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # prefill-cublas job (H200): qualify the --prefill-cublas route (dequant bit for bit, the
 # whole route against the f64 oracle), `ninfer compare` with and without the flag on every
-# tiny fixture, prefill A/B (default route vs --prefill-cublas over one load) on the synthetic
-# Qwen3.6-27B and SmolLM2 (q4_g64), then the route's per-shape profile at the 27B's linears.
+# tiny fixture, prefill A/B (default route vs --prefill-cublas over one load) on synthetic
+# SmolLM2 and the synthetic Qwen3.6-27B (q4_g64), then the route's per-shape profile at the 27B's linears.
 # Run from the repository root with the binary at .gpu/prefill/ninfer.xz and the revision in
 # .gpu/prefill/REV; text outputs under $OUT, JSON records in $OUT/json.tgz.
 set -u
@@ -29,8 +29,8 @@ for fx in tests/fixtures/tiny/*/; do
   done
 done
 t compare
-timeout 230 $N bench model --synthetic qwen3.6-27b --weights q4_g64 --prompt 512,4096 --lanes 1 --no-profile --prefill-cublas-ab --json $J/bench_27b.jsonl > $OUT/bench_27b.txt 2>&1; t "27b rc $?"
 timeout 60 $N bench model --synthetic smollm2-135m --weights q4_g64 --prompt 512,4096 --lanes 1 --no-profile --prefill-cublas-ab --json $J/bench_smollm2.jsonl > $OUT/bench_smollm2.txt 2>&1; t "smollm2 rc $?"
+timeout 230 $N bench model --synthetic qwen3.6-27b --weights q4_g64 --prompt 512,4096 --lanes 1 --no-profile --prefill-cublas-ab --json $J/bench_27b.jsonl > $OUT/bench_27b.txt 2>&1; t "27b rc $?"
 timeout 60 $N bench kernels --filter prefill_cublas --json $J/kernels.jsonl > $OUT/kernels.txt 2>&1; t "kernels rc $?"
 grep -E "FAIL|checks:" $OUT/qualify.txt | tail -8
 grep -vE '^\$' $OUT/compare.txt | sed -e 's/^.*fixtures\/tiny\///' | cut -c1-240
