@@ -217,7 +217,13 @@ impl CudaBackend {
     /// Switches the cuBLAS prefill route on or off (a backend opened with `prefill_cublas`;
     /// `bench model --prefill-cublas-ab` times both over one load). Returns whether it can.
     pub fn set_prefill_cublas(&self, on: bool) -> bool {
-        self.prefill.as_ref().map(|p| p.set_on(on)).is_some()
+        match &self.prefill {
+            Some(p) => {
+                p.set_on(on);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Takes the routes of a tuning profile (`crate::tune::resolve`); set before the model
