@@ -257,6 +257,9 @@ pub fn weight_bytes(
     b
 }
 
+/// One pass of an A/B run: the precision flag it adds, and what switches the backend to it.
+pub type Variant<'a> = (&'a str, &'a dyn Fn());
+
 /// Loads `files` on `b` and makes every measurement of `plan` there. Returns the seconds the
 /// load took and the measurements. With `variants` (a precision flag and what switches the
 /// loaded model's backend to it), every prompt is timed once per variant, in order, over the
@@ -266,7 +269,7 @@ pub fn measure<B: Backend>(
     files: &ModelFiles,
     opts: &PrecisionOptions,
     plan: &Plan,
-    variants: &[(&str, &dyn Fn())],
+    variants: &[Variant<'_>],
     on_loaded: impl FnOnce(f64),
     mut on_measured: impl FnMut(&Measurement),
 ) -> Result<(f64, Vec<Measurement>), arch::ArchError> {
@@ -281,7 +284,7 @@ pub fn measure<B: Backend>(
         on_measured(&m);
         out.push(m);
     };
-    let passes: Vec<Option<&(&str, &dyn Fn())>> = if variants.is_empty() {
+    let passes: Vec<Option<&Variant<'_>>> = if variants.is_empty() {
         vec![None]
     } else {
         variants.iter().map(Some).collect()

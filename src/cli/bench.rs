@@ -429,7 +429,7 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
             let on = || {
                 b.set_prefill_cublas(true);
             };
-            let variants: Vec<(&str, &dyn Fn())> = match args.prefill_cublas_ab {
+            let variants: Vec<model_bench::Variant<'_>> = match args.prefill_cublas_ab {
                 true => vec![("", &off), ("--prefill-cublas", &on)],
                 false => Vec::new(),
             };
@@ -460,7 +460,7 @@ fn bench_on<B: Backend>(
     files: &mut ModelFiles,
     precision: &PrecisionOptions,
     plan: &Plan,
-    variants: &[(&str, &dyn Fn())],
+    variants: &[model_bench::Variant<'_>],
 ) -> Result<(f64, Vec<Measurement>), CliError> {
     let on_terminal = std::io::stderr().is_terminal();
     let bar = match &mut files.weights {

@@ -486,7 +486,9 @@ pub fn qualify(
         if !wanted(&format!("prefill_cublas_{}_", f.name)) {
             continue;
         }
-        let mut cases: Vec<((usize, usize, usize), Epilogue, bool, usize)> = Vec::new();
+        // (shape, epilogue, in place, scratch elements)
+        type Case = ((usize, usize, usize), Epilogue, bool, usize);
+        let mut cases: Vec<Case> = Vec::new();
         for &shape in &QUALIFY_SHAPES {
             cases.push((shape, Epilogue::None, false, SCRATCH_ELEMS));
         }
