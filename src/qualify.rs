@@ -93,6 +93,9 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
     if wanted(ops::linear_sgemm::instantiations()) {
         outcomes.extend(ops::linear_sgemm::qualify(gpu, &mut rng, &matches)?);
     }
+    if wanted(ops::linear_cublas::instantiations()) {
+        outcomes.extend(ops::linear_cublas::qualify(gpu, &mut rng, &matches)?);
+    }
     if wanted(ops::embedding::instantiations()) {
         outcomes.extend(ops::embedding::qualify(gpu, &mut rng, &matches)?);
     }

@@ -146,6 +146,23 @@ fn bad_inputs_are_refused_with_a_sentence() {
             "context of 8192",
         ),
         (&["--model", "/nonexistent/model.gguf"], "does not exist"),
+        (
+            &["--synthetic", "smollm2-135m", "--prefill-cublas"],
+            "--prefill-cublas runs linear layers on cuBLAS",
+        ),
+        (
+            &["--synthetic", "smollm2-135m", "--prefill-cublas-ab"],
+            "needs the GPU engine",
+        ),
+        (
+            &[
+                "--synthetic",
+                "smollm2-135m",
+                "--prefill-cublas",
+                "--prefill-cublas-ab",
+            ],
+            "cannot be used with",
+        ),
     ];
     for (extra, says) in cases {
         let args: Vec<&str> = base.iter().chain(extra.iter()).copied().collect();

@@ -322,6 +322,11 @@ fn ninfer_run_takes_the_flags() {
             vec!["--embedding-q4", "--embedding-q6"],
             "cannot be used with",
         ),
+        (
+            l,
+            vec!["--prefill-cublas"],
+            "--prefill-cublas runs linear layers on cuBLAS, so it needs the GPU engine",
+        ),
     ] {
         let (out, _, se) = with(model, &extra);
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {se}");
@@ -382,4 +387,10 @@ fn ninfer_perplexity_takes_the_flags() {
     let (out, _, se) = ppl("llama", &["--gdn-state-fp16"]);
     assert_eq!(out.status.code(), Some(2), "{se}");
     assert!(se.contains("no Gated DeltaNet layers"), "{se}");
+    let (out, _, se) = ppl("llama", &["--prefill-cublas"]);
+    assert_eq!(out.status.code(), Some(2), "{se}");
+    assert!(
+        se.contains("--prefill-cublas") && se.contains("GPU engine") && !se.contains("panicked"),
+        "{se}"
+    );
 }

@@ -72,6 +72,9 @@ pub struct Measurement {
     pub seconds: Option<f64>,
     /// Why a measurement was not made.
     pub note: Option<String>,
+    /// The pass of an A/B run this prompt was timed in: the precision flag it adds to the
+    /// run's (`""` for the plain pass); `None` outside A/B runs.
+    pub variant: Option<String>,
 }
 
 impl Measurement {
@@ -254,13 +257,19 @@ pub fn weight_bytes(
     b
 }
 
+/// One pass of an A/B run: the precision flag it adds, and what switches the backend to it.
+pub type Variant<'a> = (&'a str, &'a dyn Fn());
+
 /// Loads `files` on `b` and makes every measurement of `plan` there. Returns the seconds the
-/// load took and the measurements.
+/// load took and the measurements. With `variants` (a precision flag and what switches the
+/// loaded model's backend to it), every prompt is timed once per variant, in order, over the
+/// one load; decode runs after the first variant is switched back on.
 pub fn measure<B: Backend>(
     b: &B,
     files: &ModelFiles,
     opts: &PrecisionOptions,
     plan: &Plan,
+    variants: &[Variant<'_>],
     on_loaded: impl FnOnce(f64),
     mut on_measured: impl FnMut(&Measurement),
 ) -> Result<(f64, Vec<Measurement>), arch::ArchError> {
@@ -275,7 +284,20 @@ pub fn measure<B: Backend>(
         on_measured(&m);
         out.push(m);
     };
-    for (pi, &p) in plan.prompts.iter().enumerate() {
+    let passes: Vec<Option<&Variant<'_>>> = if variants.is_empty() {
+        vec![None]
+    } else {
+        variants.iter().map(Some).collect()
+    };
+    for ((pi, &p), pass) in plan
+        .prompts
+        .iter()
+        .enumerate()
+        .flat_map(|pp| passes.iter().map(move |v| (pp, v)))
+    {
+        if let Some((_, switch)) = pass {
+            switch();
+        }
         let ids = random_ids(plan.seed, 1 + pi as u64, p, vocab);
         let run = || {
             let mut state = model.new_state();
@@ -297,9 +319,13 @@ pub fn measure<B: Backend>(
                 context: 0,
                 seconds: Some(crate::bench::median(&mut times)),
                 note: None,
+                variant: pass.map(|(flag, _)| flag.to_string()),
             },
             &mut out,
         );
+    }
+    if let Some((_, switch)) = variants.first() {
+        switch();
     }
     for &lanes in &plan.lanes {
         if lanes != 1 {
@@ -314,6 +340,7 @@ pub fn measure<B: Backend>(
                         "not supported: the engine has no batched (multi-lane) decode step yet"
                             .into(),
                     ),
+                    variant: None,
                 },
                 &mut out,
             );
@@ -349,6 +376,7 @@ pub fn measure<B: Backend>(
                 context: at,
                 seconds: Some(s),
                 note: None,
+                variant: None,
             },
             &mut out,
         );
@@ -407,7 +435,13 @@ pub fn record(info: &RunInfo, m: &Measurement) -> ModelBenchRecord {
         seed: info.seed,
         weights: info.weights.clone(),
         activations: info.activations.clone(),
-        precision: info.precision.clone(),
+        precision: match m.variant.as_deref() {
+            Some(v) if !v.is_empty() && !info.precision.is_empty() => {
+                format!("{} {v}", info.precision)
+            }
+            Some(v) if !v.is_empty() => v.to_string(),
+            _ => info.precision.clone(),
+        },
         device: info.device.clone(),
         gpu: info.gpu.clone(),
         rev: info.rev.clone(),
@@ -441,6 +475,8 @@ pub fn format_table(records: &[ModelBenchRecord]) -> String {
         v.map(|x| format!("{x:.digits$}"))
             .unwrap_or_else(|| "-".into())
     };
+    // An A/B run's rows differ in precision: each row then says which it ran with.
+    let mixed = records.iter().any(|r| r.precision != records[0].precision);
     for r in records {
         let what = match r.kind {
             Kind::Prompt => "prompt",
@@ -468,6 +504,10 @@ pub fn format_table(records: &[ModelBenchRecord]) -> String {
                 .map(|f| format!("{:.0}%", f * 100.0))
                 .unwrap_or_else(|| "-".into()),
         ));
+        if mixed {
+            out.pop();
+            out.push_str(&format!("  {}\n", r.precision));
+        }
     }
     out
 }
@@ -630,6 +670,7 @@ mod tests {
             context: 20,
             seconds: Some(0.02),
             note: None,
+            variant: None,
         };
         let r = record(&info, &m);
         assert_eq!(r.floor_us, Some(1000.0));
@@ -654,7 +695,32 @@ mod tests {
             &m,
         );
         assert_eq!((cpu.floor_us, cpu.fraction), (None, None));
-        let table = format_table(&[r, p]);
+        let table = format_table(&[r.clone(), p.clone()]);
         assert!(table.contains("50%"), "{table}");
+        assert!(!table.contains("--prefill-cublas"), "{table}");
+        // An A/B pass adds its flag to the run's, and the table names each row's.
+        let ab = record(
+            &RunInfo {
+                precision: "--embedding-q4".into(),
+                ..info.clone()
+            },
+            &Measurement {
+                kind: Kind::Prompt,
+                tokens: 512,
+                seconds: Some(0.25),
+                variant: Some("--prefill-cublas".into()),
+                ..m.clone()
+            },
+        );
+        assert_eq!(ab.precision, "--embedding-q4 --prefill-cublas");
+        let table = format_table(&[p, ab]);
+        assert!(
+            table
+                .lines()
+                .nth(2)
+                .unwrap()
+                .ends_with("  --embedding-q4 --prefill-cublas"),
+            "{table}"
+        );
     }
 }

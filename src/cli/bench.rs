@@ -84,6 +84,10 @@ pub struct ModelBenchArgs {
     pub gpu: GpuArgs,
     #[command(flatten)]
     pub precision: PrecisionArgs,
+    /// GPU only: time every prompt twice over one load, on the default route and then with
+    /// --prefill-cublas (each row says which), instead of loading a large model twice.
+    #[arg(long, conflicts_with = "prefill_cublas")]
+    pub prefill_cublas_ab: bool,
     /// Write one JSON record per measurement (one per line) to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -164,6 +168,10 @@ fn kernels(args: &KernelBenchArgs) -> Result<(), CliError> {
     let mut records: Vec<BenchRecord> = Vec::new();
     records.extend(crate::ops::linear::bench(&ctx, args.filter.as_deref())?);
     records.extend(crate::ops::linear_sgemm::bench(
+        &ctx,
+        args.filter.as_deref(),
+    )?);
+    records.extend(crate::ops::linear_cublas::bench(
         &ctx,
         args.filter.as_deref(),
     )?);
@@ -297,7 +305,10 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
             "{longest} tokens is more than the model's context of {max} tokens; ask for shorter prompts or fewer decode steps"
         )));
     }
-    let chosen = choose_backend(args.device, &args.gpu)?;
+    // An A/B run opens the backend with the cuBLAS route and switches it per pass.
+    let opened_with =
+        precision.with_prefill_cublas(precision.prefill_cublas || args.prefill_cublas_ab);
+    let chosen = choose_backend(args.device, &args.gpu, &opened_with)?;
     // What the device holds and what a step reads, in the format it holds linear layers in.
     let held_format = match &chosen {
         Chosen::Cpu(_) => crate::formats::format("f32").expect("registered"),
@@ -410,8 +421,20 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
         }
     );
     let (load_s, measured) = match &chosen {
-        Chosen::Cpu(b) => bench_on(b, &mut files, &precision, &plan)?,
-        Chosen::Cuda(b) => bench_on(b, &mut files, &precision, &plan)?,
+        Chosen::Cpu(b) => bench_on(b, &mut files, &precision, &plan, &[])?,
+        Chosen::Cuda(b) => {
+            let off = || {
+                b.set_prefill_cublas(false);
+            };
+            let on = || {
+                b.set_prefill_cublas(true);
+            };
+            let variants: Vec<model_bench::Variant<'_>> = match args.prefill_cublas_ab {
+                true => vec![("", &off), ("--prefill-cublas", &on)],
+                false => Vec::new(),
+            };
+            bench_on(b, &mut files, &precision, &plan, &variants)?
+        }
     };
     let info = RunInfo { load_s, ..info };
     let records: Vec<ModelBenchRecord> = measured
@@ -437,6 +460,7 @@ fn bench_on<B: Backend>(
     files: &mut ModelFiles,
     precision: &PrecisionOptions,
     plan: &Plan,
+    variants: &[model_bench::Variant<'_>],
 ) -> Result<(f64, Vec<Measurement>), CliError> {
     let on_terminal = std::io::stderr().is_terminal();
     let bar = match &mut files.weights {
@@ -480,6 +504,7 @@ fn bench_on<B: Backend>(
         files,
         precision,
         plan,
+        variants,
         |s| {
             bar.finish_and_clear();
             eprintln!("loaded in {s:.1} s");
@@ -491,8 +516,14 @@ fn bench_on<B: Backend>(
             };
             match m.tokens_per_s() {
                 Some(t) => eprintln!(
-                    "{what} {} tokens, {} lane(s): {t:.1} tokens/s",
-                    m.tokens, m.lanes
+                    "{what} {} tokens, {} lane(s){}: {t:.1} tokens/s",
+                    m.tokens,
+                    m.lanes,
+                    match m.variant.as_deref() {
+                        Some("") => " [default route]".to_string(),
+                        Some(v) => format!(" [{v}]"),
+                        None => String::new(),
+                    }
                 ),
                 None => eprintln!(
                     "{what}, {} lanes: {}",

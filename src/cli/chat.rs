@@ -51,7 +51,7 @@ pub fn run(args: &ChatArgs) -> Result<(), CliError> {
             "this model has no chat template; use `ninfer run` for plain text",
         ));
     }
-    match choose_backend(args.device, &args.gpu)? {
+    match choose_backend(args.device, &args.gpu, &precision)? {
         Chosen::Cpu(b) => chat_on(&b, &files, &precision, sampling, args),
         Chosen::Cuda(b) => chat_on(&b, &files, &precision, sampling, args),
     }

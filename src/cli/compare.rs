@@ -96,7 +96,7 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     if ids.is_empty() {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
-    let chosen = choose_backend(args.device, &args.gpu)?;
+    let chosen = choose_backend(args.device, &args.gpu, &precision)?;
     let device = chosen.name();
     let other = match &chosen {
         Chosen::Cpu(b) => trace(b, &files, &ids, args.tokens, &precision)?,

@@ -123,7 +123,7 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::usage(e.to_string()))?;
     arch::check_options(&files.config, &precision)?;
     // The backend is chosen before anything is printed, so a refusal is the only output.
-    let chosen = choose_backend(args.device, &args.gpu)?;
+    let chosen = choose_backend(args.device, &args.gpu, &precision)?;
     let mut ids = files
         .tokenizer
         .encode(&text, true)

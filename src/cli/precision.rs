@@ -1,7 +1,8 @@
 //! The precision flags the binaries share (`#[command(flatten)]` this into a subcommand's
-//! arguments): the vocabulary flags, `--gdn-state-fp16` and `--prefill-chunk N`. The others
-//! DESIGN.md lists (`--mtp-experts-q4`, `--prefill-cublas`, `--mlp-a8-decode`,
-//! `--no-prefill-a8`) join this struct when their features land.
+//! arguments): the vocabulary flags, `--gdn-state-fp16`, `--prefill-chunk N` and
+//! `--prefill-cublas`. The others DESIGN.md lists (`--mtp-experts-q4`,
+//! `--no-prefill-cublas-projections`, `--mlp-a8-decode`, `--no-prefill-a8`) join this struct
+//! when their features land.
 
 use clap::Args;
 
@@ -34,6 +35,11 @@ pub struct PrecisionArgs {
     /// most N tokens: the same results up to rounding, activation memory bounded by N.
     #[arg(long, value_name = "N")]
     pub prefill_chunk: Option<usize>,
+    /// GPU only: run the linear layers of prompts and perplexity windows (64 tokens or more)
+    /// on cuBLAS with weights and activations rounded to bf16: faster, not exact (about
+    /// 2e-3 relative error per linear; measure it with `ninfer compare` and perplexity).
+    #[arg(long)]
+    pub prefill_cublas: bool,
 }
 
 impl PrecisionArgs {
@@ -47,6 +53,7 @@ impl PrecisionArgs {
             self.lm_head_q6,
         )
         .and_then(|o| o.with_engine_flags(self.gdn_state_fp16, self.prefill_chunk))
+        .map(|o| o.with_prefill_cublas(self.prefill_cublas))
         .map_err(|e| CliError::usage(e.to_string()))
     }
 }
@@ -133,5 +140,15 @@ mod tests {
         assert_eq!(e.code, 2);
         assert!(e.message.contains("at least 1"), "{}", e.message);
         assert!(Cli::try_parse_from(["x", "--prefill-chunk", "-1"]).is_err());
+        let c = Cli::try_parse_from(["x", "--prefill-cublas"]).unwrap();
+        assert!(c.precision.options().unwrap().prefill_cublas);
+        assert!(
+            !Cli::try_parse_from(["x"])
+                .unwrap()
+                .precision
+                .options()
+                .unwrap()
+                .prefill_cublas
+        );
     }
 }

@@ -129,12 +129,31 @@ impl Chosen {
     }
 }
 
-/// Opens the backend for `device` with the weights and routes `gpu` asks for: `cuda`
-/// insists on a GPU, `auto` takes one when the driver and a device are there and falls back
-/// to the CPU otherwise. The GPU engine takes its routes from the tuning profile that matches
-/// the device (see [`GpuArgs::profile`]), with one notice on stderr where none does.
-pub fn choose_backend(device: Device, gpu: &GpuArgs) -> Result<Chosen, CliError> {
-    let opts = gpu.options()?;
+/// The refusal of a GPU-only precision option on the cpu backend.
+const PREFILL_CUBLAS_ON_CPU: &str =
+    "--prefill-cublas runs linear layers on cuBLAS, so it needs the GPU engine; drop it to run on the cpu, or use --device cuda on a machine with an NVIDIA GPU";
+
+/// Opens the backend for `device` with the weights and routes `gpu` asks for (and the engine
+/// options of `precision`): `cuda` insists on a GPU, `auto` takes one when the driver and a
+/// device are there and falls back to the CPU otherwise, except where a GPU-only option
+/// (`--prefill-cublas`) is asked for, which the cpu refuses (exit 2). The GPU engine takes its
+/// routes from the tuning profile that matches the device (see [`GpuArgs::profile`]), with
+/// one notice on stderr where none does.
+pub fn choose_backend(
+    device: Device,
+    gpu: &GpuArgs,
+    precision: &PrecisionOptions,
+) -> Result<Chosen, CliError> {
+    let opts = CudaOptions {
+        prefill_cublas: precision.prefill_cublas,
+        ..gpu.options()?
+    };
+    let cpu = || {
+        if precision.prefill_cublas {
+            return Err(CliError::usage(PREFILL_CUBLAS_ON_CPU));
+        }
+        Ok(Chosen::Cpu(CpuBackend))
+    };
     let has_gpu = || {
         crate::gpu::driver_available() && crate::gpu::list_devices().is_ok_and(|d| !d.is_empty())
     };
@@ -144,7 +163,7 @@ pub fn choose_backend(device: Device, gpu: &GpuArgs) -> Result<Chosen, CliError>
         Ok(b)
     };
     match device {
-        Device::Cpu => Ok(Chosen::Cpu(CpuBackend)),
+        Device::Cpu => cpu(),
         Device::Cuda => {
             if !has_gpu() {
                 return Err(CliError::usage(
@@ -157,13 +176,14 @@ pub fn choose_backend(device: Device, gpu: &GpuArgs) -> Result<Chosen, CliError>
             if has_gpu() {
                 match open() {
                     Ok(b) => return Ok(Chosen::Cuda(b)),
+                    Err(e) if precision.prefill_cublas => return Err(e),
                     Err(e) => tracing::warn!(
                         "the GPU could not be opened ({}); running on the cpu",
                         e.message
                     ),
                 }
             }
-            Ok(Chosen::Cpu(CpuBackend))
+            cpu()
         }
     }
 }
@@ -255,7 +275,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     if ids.is_empty() {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
-    match choose_backend(args.device, &args.gpu)? {
+    match choose_backend(args.device, &args.gpu, &precision)? {
         Chosen::Cpu(b) => generate_on(&b, &files, &ids, &precision, sampling, args),
         Chosen::Cuda(b) => generate_on(&b, &files, &ids, &precision, sampling, args),
     }
@@ -319,4 +339,39 @@ fn generate_on<B: Backend>(
         backend.name(),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu_args() -> GpuArgs {
+        GpuArgs {
+            weights: "f32".into(),
+            activations: LinearActivations::Exact,
+            no_graphs: false,
+            unfused: false,
+            profile: None,
+            no_profile: false,
+        }
+    }
+
+    #[test]
+    fn prefill_cublas_is_refused_on_the_cpu() {
+        let cublas = PrecisionOptions::default().with_prefill_cublas(true);
+        let e = choose_backend(Device::Cpu, &gpu_args(), &cublas)
+            .err()
+            .expect("the cpu refuses --prefill-cublas");
+        assert_eq!(e.code, 2);
+        assert_eq!(e.message, PREFILL_CUBLAS_ON_CPU);
+        let plain = choose_backend(Device::Cpu, &gpu_args(), &PrecisionOptions::default());
+        assert!(matches!(plain, Ok(Chosen::Cpu(_))));
+        // Without a GPU, `auto` would fall back to the cpu: it refuses instead.
+        if !crate::gpu::driver_available() {
+            let e = choose_backend(Device::Auto, &gpu_args(), &cublas)
+                .err()
+                .expect("auto without a GPU refuses --prefill-cublas");
+            assert_eq!(e.code, 2);
+        }
+    }
 }

@@ -12,6 +12,11 @@
 //!   for small T, the tiled A16 route for prefill), outputs widened back to f32; layers whose
 //!   width the tensor-core routes cannot take (K not a multiple of 64) stay exact.
 //!
+//! With `prefill_cublas` (`--prefill-cublas`), the exact mode's linears of at least
+//! `linear_cublas::MIN_T` rows (prompts, perplexity windows; never decode) run on cuBLAS
+//! instead, weights dequantized to bf16 per tile of rows and activations rounded to bf16:
+//! lossy, opt-in. The fused ops fall back to the plain linear there, so they take it too.
+//!
 //! Every op allocates its output on the stream (stream-ordered, so allocation is cheap) and
 //! launches on its own. Single-token steps are captured once per sequence as a CUDA graph
 //! and replayed (`graphs` option): the second such step is recorded (the first runs op by
@@ -36,6 +41,7 @@ use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
 use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
 use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
+use crate::ops::linear_cublas::PrefillCublas;
 use crate::ops::linear_exact::{self, ExactRoute, Prologue, PrologueKind};
 use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
@@ -58,6 +64,9 @@ pub struct CudaOptions {
     /// Fold RMSNorm and SwiGLU into the load of the linear that consumes them, where the
     /// linear's route can (`Backend::norm_linear`, `Backend::swiglu_linear_add`).
     pub fused: bool,
+    /// `--prefill-cublas`: exact-mode linears of many rows on cuBLAS with bf16 weights and
+    /// activations (`ops::linear_cublas`); lossy.
+    pub prefill_cublas: bool,
 }
 
 /// The precision of linear layers' inputs and outputs.
@@ -79,6 +88,7 @@ impl Default for CudaOptions {
             act: LinearActivations::Exact,
             graphs: true,
             fused: true,
+            prefill_cublas: false,
         }
     }
 }
@@ -98,6 +108,8 @@ pub struct CudaBackend {
     capturing: Arc<Mutex<Option<Capturing>>>,
     /// The tuned routes of this device's profile (empty: the built-in heuristics).
     routes: Arc<RouteTable>,
+    /// The cuBLAS prefill route's handle and scratch, with `prefill_cublas`.
+    prefill: Option<Arc<PrefillCublas>>,
 }
 
 /// What differs while a step is captured: where its inputs and logits live.
@@ -188,12 +200,30 @@ fn ok<T>(what: &str, r: Result<T, GpuError>) -> T {
 impl CudaBackend {
     /// Opens GPU `ordinal`.
     pub fn open(ordinal: usize, opts: CudaOptions) -> Result<Self, GpuError> {
+        let gpu = Arc::new(Gpu::open(ordinal)?);
+        let prefill = match opts.prefill_cublas {
+            true => Some(Arc::new(PrefillCublas::new(&gpu)?)),
+            false => None,
+        };
         Ok(CudaBackend {
-            gpu: Arc::new(Gpu::open(ordinal)?),
+            gpu,
             opts,
             capturing: Arc::new(Mutex::new(None)),
             routes: Arc::new(RouteTable::heuristics()),
+            prefill,
         })
+    }
+
+    /// Switches the cuBLAS prefill route on or off (a backend opened with `prefill_cublas`;
+    /// `bench model --prefill-cublas-ab` times both over one load). Returns whether it can.
+    pub fn set_prefill_cublas(&self, on: bool) -> bool {
+        match &self.prefill {
+            Some(p) => {
+                p.set_on(on);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Takes the routes of a tuning profile (`crate::tune::resolve`); set before the model
@@ -455,6 +485,9 @@ impl CudaBackend {
         t: usize,
         epilogue: Epilogue,
     ) {
+        if let Some(p) = self.prefill_route(w, t) {
+            return ok("linear (cublas)", p.launch(&self.gpu, w, x, r, y, t));
+        }
         let launched = match self.tiled_route(w, t, epilogue) {
             Some(route) => linear_sgemm::launch(&self.gpu, &route, w, x, r, y, t),
             None => {
@@ -470,6 +503,13 @@ impl CudaBackend {
     fn tiled_route(&self, w: &DeviceWeight, t: usize, epilogue: Epilogue) -> Option<SgemmRoute> {
         SgemmRoute::choose(w.format, t, epilogue)
             .filter(|_| linear_sgemm::supports(w.format, w.layout.k))
+    }
+
+    /// The cuBLAS prefill route, where it is on and takes `t` rows of `w`.
+    fn prefill_route(&self, w: &DeviceWeight, t: usize) -> Option<&PrefillCublas> {
+        self.prefill
+            .as_deref()
+            .filter(|p| p.takes(w.format, w.layout.k, t))
     }
 
     /// Whether `w` runs on the tensor-core routes with bf16 activations (bf16 mode, K a
@@ -492,6 +532,7 @@ impl CudaBackend {
         if !self.opts.fused
             || self.runs_bf16(w)
             || self.tiled_route(w, t, epilogue).is_some()
+            || self.prefill_route(w, t).is_some()
             || t == 0
             || !linear_exact::supports(w.format, w.layout.k)
         {

@@ -1,5 +1,6 @@
 //! cuBLAS as the peer and the matrix-rate ceiling: bf16 GEMM/GEMV with f32 accumulation,
-//! in the engine's row-major convention `Y[T,N] = X[T,K] * W[N,K]^T`.
+//! in the engine's row-major convention `Y[T,N] = X[T,K] * W[N,K]^T`; and the GEMM of the
+//! `--prefill-cublas` route (`ops::linear_cublas`): bf16 in, f32 out, `beta` for the residual.
 
 use std::ffi::c_void;
 
@@ -72,6 +73,55 @@ impl Blas {
         }
         .map_err(|e| GpuError::Driver {
             what: "cublasGemmEx".into(),
+            err: format!("{e:?}"),
+        })
+    }
+
+    /// `y[t, n] = sum_k x[t,k] * w[n,k] + beta * y[t, n]` at device addresses: `w` bf16
+    /// `[n, k]` (row stride `k`), `x` bf16 `[t, k]` (row stride `k`), `y` f32 with row
+    /// stride `ldy` (>= n: the columns of a wider output, for a tile of weight rows). f32
+    /// accumulation; cuBLAS takes an f32 C with bf16 A and B under `CUBLAS_COMPUTE_32F`.
+    /// The caller keeps the buffers alive and sized until the stream has run the call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_bf16_f32_at(
+        &self,
+        w: u64,
+        x: u64,
+        y: u64,
+        ldy: usize,
+        (t, n, k): (usize, usize, usize),
+        beta: f32,
+    ) -> Result<(), GpuError> {
+        assert!(ldy >= n, "the output's row stride is narrower than a row");
+        let dim = |v: usize| i32::try_from(v).expect("GEMM dimension fits an int");
+        let alpha = 1.0f32;
+        // Column-major view as in `gemm_bf16`: C (n x t, ldc = ldy) = W^T-as-A (k x n)^T * X.
+        // SAFETY: the caller guarantees the sizes; the scalars live for the call.
+        unsafe {
+            result::gemm_ex(
+                *self.blas.handle(),
+                sys::cublasOperation_t::CUBLAS_OP_T,
+                sys::cublasOperation_t::CUBLAS_OP_N,
+                dim(n),
+                dim(t),
+                dim(k),
+                &alpha as *const f32 as *const c_void,
+                w as *const c_void,
+                sys::cudaDataType::CUDA_R_16BF,
+                dim(k),
+                x as *const c_void,
+                sys::cudaDataType::CUDA_R_16BF,
+                dim(k),
+                &beta as *const f32 as *const c_void,
+                y as *mut c_void,
+                sys::cudaDataType::CUDA_R_32F,
+                dim(ldy),
+                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| GpuError::Driver {
+            what: "cublasGemmEx (bf16 in, f32 out)".into(),
             err: format!("{e:?}"),
         })
     }

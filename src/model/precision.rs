@@ -14,10 +14,13 @@
 //! - `--prefill-chunk N`: a forward over more than N tokens (a prompt, a perplexity window)
 //!   runs as consecutive chunks of at most N tokens: the same results up to rounding, with
 //!   activation memory bounded by N tokens.
+//! - `--prefill-cublas`: the GPU engine runs linears of many rows (prompts, perplexity
+//!   windows) on cuBLAS with bf16 weights and activations (`crate::ops::linear_cublas`);
+//!   lossy, GPU only (the cpu backend refuses it).
 //!
 //! Not implemented yet (owned elsewhere; listed so that the one options type grows here):
-//! `--mtp-experts-q4` (MTP layer experts in `q4_g64`), `--prefill-cublas` with
-//! `--no-prefill-cublas-projections` (the cuBLAS `i8_row` prefill route), `--mlp-a8-decode`
+//! `--mtp-experts-q4` (MTP layer experts in `q4_g64`), `--no-prefill-cublas-projections`
+//! (keep the projections off the cuBLAS prefill route), `--mlp-a8-decode`
 //! (8-bit activations in decode MLPs) and `--no-prefill-a8` (turn off the default
 //! integer-activation prefill routes).
 
@@ -91,6 +94,8 @@ pub struct PrecisionOptions {
     pub gdn_state_fp16: bool,
     /// `--prefill-chunk N`: most tokens per forward of a prompt or window (`None`: whole).
     pub prefill_chunk: Option<usize>,
+    /// `--prefill-cublas`: long linears on cuBLAS in bf16 (GPU engine only).
+    pub prefill_cublas: bool,
 }
 
 impl PrecisionOptions {
@@ -139,6 +144,14 @@ impl PrecisionOptions {
         })
     }
 
+    /// These options with `--prefill-cublas` as given.
+    pub fn with_prefill_cublas(self, prefill_cublas: bool) -> Self {
+        PrecisionOptions {
+            prefill_cublas,
+            ..self
+        }
+    }
+
     /// The flag (if any) for one vocabulary tensor.
     pub fn vocab(&self, which: VocabTensor) -> Option<VocabQuant> {
         match which {
@@ -177,6 +190,9 @@ impl PrecisionOptions {
         }
         if let Some(n) = self.prefill_chunk {
             v.push(format!("--prefill-chunk {n}"));
+        }
+        if self.prefill_cublas {
+            v.push("--prefill-cublas".to_string());
         }
         v.join(" ")
     }
@@ -220,6 +236,12 @@ mod tests {
         assert!(o.gdn_state_fp16);
         assert_eq!(o.prefill_chunk, Some(3));
         assert_eq!(o.flags(), "--gdn-state-fp16 --prefill-chunk 3");
+        let o = o.with_prefill_cublas(true);
+        assert!(o.prefill_cublas && o.gdn_state_fp16);
+        assert_eq!(
+            o.flags(),
+            "--gdn-state-fp16 --prefill-chunk 3 --prefill-cublas"
+        );
         let e = PrecisionOptions::default()
             .with_engine_flags(false, Some(0))
             .unwrap_err();

@@ -6,6 +6,7 @@ pub mod elementwise;
 pub mod embedding;
 pub mod gdn;
 pub mod linear;
+pub mod linear_cublas;
 pub mod linear_exact;
 pub mod linear_sgemm;
 pub mod loss;
