@@ -79,6 +79,11 @@ pub struct GpuArgs {
     /// consumes them (slower; for comparing the two).
     #[arg(long)]
     pub unfused: bool,
+    /// Launch every kernel in full stream order instead of with programmatic dependent
+    /// launch (PDL, sm_90 and later: a kernel's launch overlaps the end of the one before;
+    /// also off with NINFER_NO_PDL=1). For comparing the two.
+    #[arg(long)]
+    pub no_pdl: bool,
     /// Take the routes from this tuning profile (it must be for this GPU and this build's
     /// kernel templates, else it is ignored with a notice). Default: the first matching
     /// profile in $NINFER_PROFILE_DIR, ./tuning, the source tree's tuning/ and
@@ -109,6 +114,7 @@ impl GpuArgs {
             act: self.activations,
             graphs: !self.no_graphs,
             fused: !self.unfused,
+            pdl: !self.no_pdl,
             ..CudaOptions::default()
         })
     }

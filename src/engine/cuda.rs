@@ -58,6 +58,9 @@ pub struct CudaOptions {
     /// Fold RMSNorm and SwiGLU into the load of the linear that consumes them, where the
     /// linear's route can (`Backend::norm_linear`, `Backend::swiglu_linear_add`).
     pub fused: bool,
+    /// Programmatic dependent launch for the kernels that opt in, where the device has it
+    /// (sm_90 and later; `crate::gpu::Launch`). Off: every launch waits for the one before.
+    pub pdl: bool,
 }
 
 /// The precision of linear layers' inputs and outputs.
@@ -79,6 +82,7 @@ impl Default for CudaOptions {
             act: LinearActivations::Exact,
             graphs: true,
             fused: true,
+            pdl: true,
         }
     }
 }
@@ -188,8 +192,12 @@ fn ok<T>(what: &str, r: Result<T, GpuError>) -> T {
 impl CudaBackend {
     /// Opens GPU `ordinal`.
     pub fn open(ordinal: usize, opts: CudaOptions) -> Result<Self, GpuError> {
+        let gpu = Gpu::open(ordinal)?;
+        if !opts.pdl {
+            gpu.set_pdl(false);
+        }
         Ok(CudaBackend {
-            gpu: Arc::new(Gpu::open(ordinal)?),
+            gpu: Arc::new(gpu),
             opts,
             capturing: Arc::new(Mutex::new(None)),
             routes: Arc::new(RouteTable::heuristics()),
@@ -1271,6 +1279,14 @@ impl Backend for CudaBackend {
             .take()
             .expect("end_step_capture without begin_step_capture");
         let graph = ok("capturing the decode step", graph);
+        // Whether capture kept the programmatic launches as programmatic edges.
+        match graph.programmatic_edges() {
+            Ok(n) => tracing::info!(
+                "decode step captured: {n} programmatic edges (pdl {})",
+                self.gpu.pdl()
+            ),
+            Err(e) => tracing::info!("decode step captured; its edges unreadable: {e}"),
+        }
         let out_len = c.out_len.expect("the captured step produced no logits");
         cache.step.captured = Some(CapturedStep {
             graph,
