@@ -90,6 +90,17 @@ impl Default for CudaOptions {
 /// An elementwise op of two inputs: `(gpu, a, b, out, n)`.
 type PointwiseOp = fn(&Gpu, u64, u64, u64, usize) -> Result<(), GpuError>;
 
+/// Set (to anything but `0`), decode steps run RoPE + KV append and attention as two launches
+/// instead of the one fused decode kernel (an A/B switch for timing; `--unfused` also does).
+pub const ROPE_ATTENTION_APART_ENV: &str = "NINFER_ROPE_ATTENTION_APART";
+
+fn rope_attention_apart() -> bool {
+    static APART: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *APART.get_or_init(|| {
+        std::env::var(ROPE_ATTENTION_APART_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
 /// Blocks of at least this many tokens go through the chunked GDN prefill (chunk 64).
 const GDN_CHUNKED_MIN_T: usize = 64;
 
@@ -443,6 +454,50 @@ impl CudaBackend {
                 vc,
                 self.ptr(&out),
                 t,
+                pos,
+                dims,
+                scale,
+            ),
+        );
+        out
+    }
+
+    /// One decode row: RoPE, the KV append and attention in one launch (the decode route
+    /// with both folded in; q and k stay unrotated in memory, which nothing reads again).
+    #[allow(clippy::too_many_arguments)]
+    fn attend_rope(
+        &self,
+        cache: &mut CudaKvCache,
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+        pos: Pos,
+        rope: &Rope,
+    ) -> CudaAct {
+        let shape = cache.shape;
+        let dims = Self::attn_dims(shape);
+        let (kc, vc) = self.kv_ptrs(cache, layer);
+        let out = self.alloc(1, q.cols);
+        let route = AttnRoute::choose(self.opts.kv, dims, 1);
+        let ws = cache.ws.as_mut().expect("made by kv_reserve");
+        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        let new = attention::NewKv {
+            k: self.ptr(k),
+            v: self.ptr(v),
+            rope,
+        };
+        ok(
+            "rope attention",
+            attention::launch_rope_attention(
+                &self.gpu,
+                &route,
+                ws,
+                self.ptr(q),
+                new,
+                kc,
+                vc,
+                self.ptr(&out),
                 pos,
                 dims,
                 scale,
@@ -968,6 +1023,9 @@ impl Backend for CudaBackend {
         assert_eq!((k.cols, v.cols), (kvw, kvw), "attention: k/v width");
         assert_eq!(q.cols, shape.n_heads * head_dim, "attention: q width");
         let pos = self.attention_pos(cache, q.rows);
+        if q.rows == 1 && self.opts.fused && !rope_attention_apart() {
+            return self.attend_rope(cache, layer, q, k, v, pos, rope);
+        }
         let (kc, vc) = self.kv_ptrs(cache, layer);
         // One launch rotates q, rotates k into the cache and stores v (k stays unrotated,
         // which nothing reads again).
