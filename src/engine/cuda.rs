@@ -113,7 +113,27 @@ pub struct CudaBackend {
     capturing: Arc<Mutex<Option<Capturing>>>,
     /// The tuned routes of this device's profile (empty: the built-in heuristics).
     routes: Arc<RouteTable>,
+    /// Where a captured step's activations are carved from (set while capturing).
+    arena: Arc<Mutex<Option<StepArena>>>,
 }
+
+/// One buffer that every activation of a captured step is a slice of, so that the graph
+/// holds no memory-allocation nodes between its kernels: an allocation node between two
+/// kernels is what the second one depends on, and it would keep the kernel-to-kernel
+/// edge (and so a programmatic launch) from forming.
+struct StepArena {
+    buf: Arc<AnyBuffer>,
+    /// f32 elements handed out so far.
+    used: usize,
+    /// f32 elements the step asked for (more than `buf` holds: the next capture's size).
+    need: usize,
+}
+
+/// Activations in the arena start at multiples of this many f32 (256 bytes).
+const ARENA_ALIGN: usize = 64;
+/// The first arena of a sequence, in f32 elements (4 MB; a step that needs more gets
+/// stream allocations for the rest, and the next capture a larger arena).
+const ARENA_FIRST: usize = 1 << 20;
 
 /// What differs while a step is captured: where its inputs and logits live.
 #[derive(Debug, Clone, Copy)]
@@ -148,6 +168,10 @@ struct StepGraph {
     io: Option<CudaSlice<i32>>,
     out: Option<CudaSlice<f32>>,
     captured: Option<CapturedStep>,
+    /// The captured step's activations (see [`StepArena`]); lives as long as its graph.
+    arena: Option<Arc<AnyBuffer>>,
+    /// f32 elements the last captured step allocated.
+    arena_need: usize,
 }
 
 /// An f32 activation matrix on the device: its own buffer, or a view into another's (the
@@ -212,6 +236,7 @@ impl CudaBackend {
             opts,
             capturing: Arc::new(Mutex::new(None)),
             routes: Arc::new(RouteTable::heuristics()),
+            arena: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -267,6 +292,25 @@ impl CudaBackend {
     /// A new `[rows, cols]` activation for an op to write in full (not initialised: a
     /// memset per op would double the launches).
     fn alloc(&self, rows: usize, cols: usize) -> CudaAct {
+        if let Some(a) = self.arena.lock().expect("arena").as_mut() {
+            let n = (rows * cols).max(1).next_multiple_of(ARENA_ALIGN);
+            a.need += n;
+            if a.used + n <= a.buf.len() {
+                let offset = a.used;
+                a.used += n;
+                return CudaAct {
+                    rows,
+                    cols,
+                    buf: a.buf.clone(),
+                    offset,
+                };
+            }
+        }
+        self.alloc_own(rows, cols)
+    }
+
+    /// As [`Self::alloc`], always a buffer of its own (never a slice of the step arena).
+    fn alloc_own(&self, rows: usize, cols: usize) -> CudaAct {
         // SAFETY: every caller hands the buffer to an op that writes all `rows * cols`
         // elements before anything reads it (`zeros` uses `alloc_zeroed`).
         let buf = ok(
@@ -787,7 +831,9 @@ impl Backend for CudaBackend {
             format: table.format,
             output: DType::F32,
         };
-        let mut y = self.alloc(ids.len(), table.layout.k);
+        // The step's first kernel: nothing precedes it in the graph, so its output may be
+        // a buffer of its own (the launch writes through `own_buf`).
+        let mut y = self.alloc_own(ids.len(), table.layout.k);
         if let Some(c) = self.capturing() {
             assert_eq!(ids.len(), 1, "a captured step takes one token");
             ok(
@@ -1308,6 +1354,16 @@ impl Backend for CudaBackend {
             .get_or_insert_with(|| ok("allocating step inputs", self.gpu.alloc_zeros(2)));
         let io = self.slice_ptr(io);
         let (out, out_cap) = (self.slice_ptr(step.out.as_ref().unwrap()), logits);
+        let want = step.arena_need.max(ARENA_FIRST);
+        if step.arena.as_ref().is_none_or(|a| a.len() < want) {
+            let buf = ok("allocating the step arena", self.gpu.alloc_zeros::<f32>(want));
+            step.arena = Some(Arc::new(AnyBuffer::F32(buf)));
+        }
+        *self.arena.lock().expect("arena") = Some(StepArena {
+            buf: step.arena.clone().expect("made above"),
+            used: 0,
+            need: 0,
+        });
         let mut guard = self.capturing.lock().expect("capture state");
         assert!(
             guard.is_none(),
@@ -1330,6 +1386,9 @@ impl Backend for CudaBackend {
 
     fn end_step_capture(&self, cache: &mut CudaKvCache, id: u32) -> Vec<f32> {
         let graph = Graph::end_capture(&self.gpu);
+        if let Some(a) = self.arena.lock().expect("arena").take() {
+            cache.step.arena_need = a.need;
+        }
         let c = self
             .capturing
             .lock()

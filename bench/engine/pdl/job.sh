@@ -16,29 +16,31 @@ mkdir -p $NINFER_CACHE_DIR && tar xzf $D/cache90.tgz -C $NINFER_CACHE_DIR
 export NINFER_REV=$(cat $D/REV)
 { echo "rev $NINFER_REV"; date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > $OUT/context.txt
 t start
-timeout 100 $N qualify --filter rmsnorm,attn_,elementwise_,rope_,embedding_f32_f32,embedding_q4_g64_f32,loss_nll \
+: > $OUT/bench.txt
+b() {
+  echo "\$ $1 ninfer bench model --synthetic smollm2-135m --weights q4_g64 --prompt 512 --lanes 1 $2" >> $OUT/bench.txt
+  env $1 NINFER_LOG=info timeout 30 $N bench model --synthetic smollm2-135m --weights q4_g64 --prompt 512 --lanes 1 $2 \
+    --json $OUT/bench_model.jsonl 2>&1 | grep -E "programmatic|^(prompt|decode)  |error|panic" | sed -e "s/^.*decode step captured/decode step captured/" | sort | uniq -c >> $OUT/bench.txt
+}
+b "" ""
+b "" "--no-pdl"
+b "NINFER_ROPE_ATTENTION_APART=1" ""
+b "NINFER_ROPE_ATTENTION_APART=1" "--no-pdl"
+b "" "--unfused"
+b "" "--unfused --no-pdl"
+t "bench round 1"
+timeout 70 $N qualify --filter rmsnorm,attn_,elementwise_,rope_,embedding_f32_f32,embedding_q4_g64_f32,loss_nll \
   --json $OUT/qualify.jsonl > $OUT/qualify.txt 2>&1; t "qualify rc $?"
 long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools. Over the following centuries the settlement grew into a market town, then a walled city with its own laws, its own coins and a cathedral whose towers could be seen from every road that led to it."
 : > $OUT/compare.txt
 for fx in tests/fixtures/tiny/*/; do
   echo "\$ ninfer compare --model $fx --prompt <long> --tokens 64" >> $OUT/compare.txt
-  NINFER_LOG=info timeout 30 $N compare --model "$fx" --prompt "$long" --tokens 64 >> $OUT/compare.txt 2>&1 || echo "FAILED $fx" >> $OUT/compare.txt
+  NINFER_LOG=info timeout 15 $N compare --model "$fx" --prompt "$long" --tokens 64 >> $OUT/compare.txt 2>&1 || echo "FAILED $fx" >> $OUT/compare.txt
 done
 t compare
-: > $OUT/bench.txt
-b() {
-  echo "\$ $1 ninfer bench model --synthetic smollm2-135m --weights q4_g64 --prompt 512 --lanes 1 $2" >> $OUT/bench.txt
-  env $1 NINFER_LOG=info timeout 40 $N bench model --synthetic smollm2-135m --weights q4_g64 --prompt 512 --lanes 1 $2 \
-    --json $OUT/bench_model.jsonl 2>&1 | grep -E "programmatic|^(prompt|decode)  |error|panic" >> $OUT/bench.txt
-}
-for round in 1 2; do
-  b "" ""
-  b "" "--no-pdl"
-  b "NINFER_ROPE_ATTENTION_APART=1" ""
-  b "NINFER_ROPE_ATTENTION_APART=1" "--no-pdl"
-  if [ $round = 1 ]; then b "" "--unfused"; b "" "--unfused --no-pdl"; fi
-  t "bench round $round"
-done
+b "" ""
+b "" "--no-pdl"
+t "bench round 2"
 grep -E "FAIL" $OUT/qualify.txt | head -20
 grep -E "checks:|^error" $OUT/qualify.txt
 grep -E "PASS|FAIL|programmatic|panic|error" $OUT/compare.txt | sed -e 's/^.*fixtures\/tiny\///' | cut -c1-220 | head -40
