@@ -326,3 +326,27 @@ fn generate_on<B: Backend>(
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        gpu: GpuArgs,
+    }
+
+    #[test]
+    fn pdl_is_on_unless_no_pdl() {
+        let on = Cli::try_parse_from(["x"]).unwrap().gpu.options().unwrap();
+        assert!(on.pdl && on.fused && on.graphs);
+        let off = Cli::try_parse_from(["x", "--no-pdl", "--unfused"])
+            .unwrap()
+            .gpu
+            .options()
+            .unwrap();
+        assert!(!off.pdl && !off.fused && off.graphs);
+    }
+}

@@ -1356,7 +1356,10 @@ impl Backend for CudaBackend {
         let (out, out_cap) = (self.slice_ptr(step.out.as_ref().unwrap()), logits);
         let want = step.arena_need.max(ARENA_FIRST);
         if step.arena.as_ref().is_none_or(|a| a.len() < want) {
-            let buf = ok("allocating the step arena", self.gpu.alloc_zeros::<f32>(want));
+            let buf = ok(
+                "allocating the step arena",
+                self.gpu.alloc_zeros::<f32>(want),
+            );
             step.arena = Some(Arc::new(AnyBuffer::F32(buf)));
         }
         *self.arena.lock().expect("arena") = Some(StepArena {

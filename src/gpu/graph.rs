@@ -84,7 +84,8 @@ impl Graph {
             )
             .result()
             .ctx("reading a graph's edges")?;
-            let programmatic = sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8;
+            let programmatic =
+                sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8;
             Ok(data[..n].iter().filter(|e| e.type_ == programmatic).count())
         }
     }

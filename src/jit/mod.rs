@@ -347,7 +347,9 @@ mod pdl_tests {
         let header = set.get("common/pdl.cuh").expect("the header exists");
         assert!(header.contains("NINFER_PDL_WAIT()"));
         assert!(!calls_pdl_wait(header));
-        assert!(calls_pdl_wait(&format!("{header}\n    NINFER_PDL_WAIT();\n")));
+        assert!(calls_pdl_wait(&format!(
+            "{header}\n    NINFER_PDL_WAIT();\n"
+        )));
         assert!(!calls_pdl_wait("    // NINFER_PDL_WAIT();\n"));
     }
 

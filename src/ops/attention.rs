@@ -28,8 +28,8 @@ use serde::Serialize;
 
 use super::gdn::dptr;
 use super::{DType, Pos};
-use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::engine::backend::{Rope, RopeStyle};
+use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
@@ -378,7 +378,10 @@ fn append_spec(kv: KvType) -> KernelSpec {
 pub fn instantiations() -> Vec<KernelSpec> {
     let routes = AttnRoute::all();
     let mut specs: Vec<KernelSpec> = routes.iter().map(AttnRoute::spec).collect();
-    for r in routes.iter().filter(|r| matches!(r.kind, AttnKind::Decode { .. })) {
+    for r in routes
+        .iter()
+        .filter(|r| matches!(r.kind, AttnKind::Decode { .. }))
+    {
         specs.extend([RopeStyle::Neox, RopeStyle::Interleaved].map(|s| r.rope_spec(s)));
     }
     specs.extend(KvType::ALL.map(append_spec));
@@ -1060,10 +1063,7 @@ fn qualify_rope_attention(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>,
                 let (dk, dv) = (gpu.upload(&k)?, gpu.upload(&v)?);
                 let pos_buf = gpu.upload(&[pos0 as i32])?;
                 let scale = 1.0 / (dims.head_dim as f32).sqrt();
-                let dims_s = format!(
-                    "{} rotary={rotary_dim} pos0={pos0}",
-                    dims.describe()
-                );
+                let dims_s = format!("{} rotary={rotary_dim} pos0={pos0}", dims.describe());
                 for device in [false, true] {
                     let pos = if device {
                         Pos::Device {
