@@ -82,11 +82,31 @@ pub fn uses_pdl(kernel_waits: bool, device_pdl: bool) -> bool {
 pub struct Launch<'a> {
     gpu: &'a Gpu,
     kernel: &'a Kernel,
-    /// One pointer per kernel parameter, to its value.
-    args: Vec<*mut c_void>,
-    /// Device addresses of buffer arguments, boxed so that their addresses stay put.
-    ptrs: Vec<Box<u64>>,
+    /// One entry per kernel parameter.
+    args: Vec<Param>,
+    /// Device addresses of buffer arguments (`Param::Buffer` indexes them).
+    ptrs: Vec<u64>,
     _borrow: PhantomData<&'a ()>,
+}
+
+/// Where a kernel parameter's value lives.
+enum Param {
+    /// A value the caller lends for the launch.
+    Value(*mut c_void),
+    /// A buffer's device address, held by the launch.
+    Buffer(usize),
+}
+
+/// One pointer per parameter, to its value (valid while `ptrs` is neither moved nor grown).
+fn param_pointers(args: &[Param], ptrs: &mut [u64]) -> Vec<*mut c_void> {
+    let base = ptrs.as_mut_ptr();
+    args.iter()
+        .map(|a| match *a {
+            Param::Value(p) => p,
+            // SAFETY: `i` indexes `ptrs` (pushed together with the `Param`).
+            Param::Buffer(i) => unsafe { base.add(i) }.cast(),
+        })
+        .collect()
 }
 
 /// A value that can be one kernel parameter.
@@ -102,7 +122,7 @@ macro_rules! plain_args {
         // SAFETY: a plain value is its own parameter.
         unsafe impl KernelArg for $t {
             fn push<'a>(&'a self, launch: &mut Launch<'a>) {
-                launch.args.push(self as *const $t as *mut c_void);
+                launch.args.push(Param::Value(self as *const $t as *mut c_void));
             }
         }
     )*};
@@ -113,8 +133,8 @@ plain_args!(i32, u32, i64, u64, f32, f64);
 // contexts, see `Gpu::open`, so the guard of `device_ptr` does nothing).
 unsafe impl<T> KernelArg for CudaSlice<T> {
     fn push<'a>(&'a self, launch: &mut Launch<'a>) {
-        let p = Box::new(self.device_ptr(launch.gpu.stream()).0);
-        launch.args.push(&*p as *const u64 as *mut c_void);
+        let p = self.device_ptr(launch.gpu.stream()).0;
+        launch.args.push(Param::Buffer(launch.ptrs.len()));
         launch.ptrs.push(p);
     }
 }
@@ -140,6 +160,8 @@ impl<'a> Launch<'a> {
         let stream = self.gpu.stream();
         self.gpu.context().bind_to_thread()?;
         let f = self.kernel.func.cu_function();
+        // The parameter pointers, taken now that `ptrs` no longer grows.
+        let mut params = param_pointers(&self.args, &mut self.ptrs);
         if !self.programmatic() {
             return cudarc::driver::result::launch_kernel(
                 f,
@@ -147,7 +169,7 @@ impl<'a> Launch<'a> {
                 cfg.block_dim,
                 cfg.shared_mem_bytes,
                 stream.cu_stream(),
-                &mut self.args,
+                &mut params,
             );
         }
         // SAFETY: all-zero bits are a valid attribute (id 0 = ignored) before we set it.
@@ -166,7 +188,7 @@ impl<'a> Launch<'a> {
             attrs: &mut attr,
             numAttrs: 1,
         };
-        sys::cuLaunchKernelEx(&config, f, self.args.as_mut_ptr(), std::ptr::null_mut()).result()
+        sys::cuLaunchKernelEx(&config, f, params.as_mut_ptr(), std::ptr::null_mut()).result()
     }
 }
 
@@ -180,6 +202,26 @@ mod tests {
         assert!(!uses_pdl(true, false));
         assert!(!uses_pdl(false, true));
         assert!(!uses_pdl(false, false));
+    }
+
+    #[test]
+    fn parameters_point_at_their_values() {
+        let (a, b) = (7i32, 2.5f64);
+        let args = [
+            Param::Value(&a as *const i32 as *mut c_void),
+            Param::Buffer(1),
+            Param::Value(&b as *const f64 as *mut c_void),
+            Param::Buffer(0),
+        ];
+        let mut ptrs = vec![0xdead_0000u64, 0xbeef_0000u64];
+        let p = param_pointers(&args, &mut ptrs);
+        // SAFETY: each pointer is to the value of the type pushed.
+        unsafe {
+            assert_eq!(*(p[0] as *const i32), 7);
+            assert_eq!(*(p[1] as *const u64), 0xbeef_0000);
+            assert_eq!(*(p[2] as *const f64), 2.5);
+            assert_eq!(*(p[3] as *const u64), 0xdead_0000);
+        }
     }
 
     #[test]
