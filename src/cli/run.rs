@@ -79,6 +79,11 @@ pub struct GpuArgs {
     /// consumes them (slower; for comparing the two).
     #[arg(long)]
     pub unfused: bool,
+    /// Launch every kernel in full stream order instead of with programmatic dependent
+    /// launch (PDL, sm_90 and later: a kernel's launch overlaps the end of the one before;
+    /// also off with NINFER_NO_PDL=1). For comparing the two.
+    #[arg(long)]
+    pub no_pdl: bool,
     /// Take the routes from this tuning profile (it must be for this GPU and this build's
     /// kernel templates, else it is ignored with a notice). Default: the first matching
     /// profile in $NINFER_PROFILE_DIR, ./tuning, the source tree's tuning/ and
@@ -109,6 +114,7 @@ impl GpuArgs {
             act: self.activations,
             graphs: !self.no_graphs,
             fused: !self.unfused,
+            pdl: !self.no_pdl,
             ..CudaOptions::default()
         })
     }
@@ -344,6 +350,7 @@ fn generate_on<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     fn gpu_args() -> GpuArgs {
         GpuArgs {
@@ -351,6 +358,7 @@ mod tests {
             activations: LinearActivations::Exact,
             no_graphs: false,
             unfused: false,
+            no_pdl: false,
             profile: None,
             no_profile: false,
         }
@@ -373,5 +381,23 @@ mod tests {
                 .expect("auto without a GPU refuses --prefill-cublas");
             assert_eq!(e.code, 2);
         }
+    }
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        gpu: GpuArgs,
+    }
+
+    #[test]
+    fn pdl_is_on_unless_no_pdl() {
+        let on = Cli::try_parse_from(["x"]).unwrap().gpu.options().unwrap();
+        assert!(on.pdl && on.fused && on.graphs);
+        let off = Cli::try_parse_from(["x", "--no-pdl", "--unfused"])
+            .unwrap()
+            .gpu
+            .options()
+            .unwrap();
+        assert!(!off.pdl && !off.fused && off.graphs);
     }
 }

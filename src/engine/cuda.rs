@@ -67,6 +67,9 @@ pub struct CudaOptions {
     /// `--prefill-cublas`: exact-mode linears of many rows on cuBLAS with bf16 weights and
     /// activations (`ops::linear_cublas`); lossy.
     pub prefill_cublas: bool,
+    /// Programmatic dependent launch for the kernels that opt in, where the device has it
+    /// (sm_90 and later; `crate::gpu::Launch`). Off: every launch waits for the one before.
+    pub pdl: bool,
 }
 
 /// The precision of linear layers' inputs and outputs.
@@ -89,12 +92,24 @@ impl Default for CudaOptions {
             graphs: true,
             fused: true,
             prefill_cublas: false,
+            pdl: true,
         }
     }
 }
 
 /// An elementwise op of two inputs: `(gpu, a, b, out, n)`.
 type PointwiseOp = fn(&Gpu, u64, u64, u64, usize) -> Result<(), GpuError>;
+
+/// Set (to anything but `0`), decode steps run RoPE + KV append and attention as two launches
+/// instead of the one fused decode kernel (an A/B switch for timing; `--unfused` also does).
+pub const ROPE_ATTENTION_APART_ENV: &str = "NINFER_ROPE_ATTENTION_APART";
+
+fn rope_attention_apart() -> bool {
+    static APART: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *APART.get_or_init(|| {
+        std::env::var(ROPE_ATTENTION_APART_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
+    })
+}
 
 /// Blocks of at least this many tokens go through the chunked GDN prefill (chunk 64).
 const GDN_CHUNKED_MIN_T: usize = 64;
@@ -110,7 +125,27 @@ pub struct CudaBackend {
     routes: Arc<RouteTable>,
     /// The cuBLAS prefill route's handle and scratch, with `prefill_cublas`.
     prefill: Option<Arc<PrefillCublas>>,
+    /// Where a captured step's activations are carved from (set while capturing).
+    arena: Arc<Mutex<Option<StepArena>>>,
 }
+
+/// One buffer that every activation of a captured step is a slice of, so that the graph
+/// holds no memory-allocation nodes between its kernels: an allocation node between two
+/// kernels is what the second one depends on, and it would keep the kernel-to-kernel
+/// edge (and so a programmatic launch) from forming.
+struct StepArena {
+    buf: Arc<AnyBuffer>,
+    /// f32 elements handed out so far.
+    used: usize,
+    /// f32 elements the step asked for (more than `buf` holds: the next capture's size).
+    need: usize,
+}
+
+/// Activations in the arena start at multiples of this many f32 (256 bytes).
+const ARENA_ALIGN: usize = 64;
+/// The first arena of a sequence, in f32 elements (4 MB; a step that needs more gets
+/// stream allocations for the rest, and the next capture a larger arena).
+const ARENA_FIRST: usize = 1 << 20;
 
 /// What differs while a step is captured: where its inputs and logits live.
 #[derive(Debug, Clone, Copy)]
@@ -145,6 +180,10 @@ struct StepGraph {
     io: Option<CudaSlice<i32>>,
     out: Option<CudaSlice<f32>>,
     captured: Option<CapturedStep>,
+    /// The captured step's activations (see [`StepArena`]); lives as long as its graph.
+    arena: Option<Arc<AnyBuffer>>,
+    /// f32 elements the last captured step allocated.
+    arena_need: usize,
 }
 
 /// An f32 activation matrix on the device: its own buffer, or a view into another's (the
@@ -200,7 +239,11 @@ fn ok<T>(what: &str, r: Result<T, GpuError>) -> T {
 impl CudaBackend {
     /// Opens GPU `ordinal`.
     pub fn open(ordinal: usize, opts: CudaOptions) -> Result<Self, GpuError> {
-        let gpu = Arc::new(Gpu::open(ordinal)?);
+        let gpu = Gpu::open(ordinal)?;
+        if !opts.pdl {
+            gpu.set_pdl(false);
+        }
+        let gpu = Arc::new(gpu);
         let prefill = match opts.prefill_cublas {
             true => Some(Arc::new(PrefillCublas::new(&gpu)?)),
             false => None,
@@ -211,6 +254,7 @@ impl CudaBackend {
             capturing: Arc::new(Mutex::new(None)),
             routes: Arc::new(RouteTable::heuristics()),
             prefill,
+            arena: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -278,6 +322,25 @@ impl CudaBackend {
     /// A new `[rows, cols]` activation for an op to write in full (not initialised: a
     /// memset per op would double the launches).
     fn alloc(&self, rows: usize, cols: usize) -> CudaAct {
+        if let Some(a) = self.arena.lock().expect("arena").as_mut() {
+            let n = (rows * cols).max(1).next_multiple_of(ARENA_ALIGN);
+            a.need += n;
+            if a.used + n <= a.buf.len() {
+                let offset = a.used;
+                a.used += n;
+                return CudaAct {
+                    rows,
+                    cols,
+                    buf: a.buf.clone(),
+                    offset,
+                };
+            }
+        }
+        self.alloc_own(rows, cols)
+    }
+
+    /// As [`Self::alloc`], always a buffer of its own (never a slice of the step arena).
+    fn alloc_own(&self, rows: usize, cols: usize) -> CudaAct {
         // SAFETY: every caller hands the buffer to an op that writes all `rows * cols`
         // elements before anything reads it (`zeros` uses `alloc_zeroed`).
         let buf = ok(
@@ -465,6 +528,50 @@ impl CudaBackend {
                 vc,
                 self.ptr(&out),
                 t,
+                pos,
+                dims,
+                scale,
+            ),
+        );
+        out
+    }
+
+    /// One decode row: RoPE, the KV append and attention in one launch (the decode route
+    /// with both folded in; q and k stay unrotated in memory, which nothing reads again).
+    #[allow(clippy::too_many_arguments)]
+    fn attend_rope(
+        &self,
+        cache: &mut CudaKvCache,
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+        pos: Pos,
+        rope: &Rope,
+    ) -> CudaAct {
+        let shape = cache.shape;
+        let dims = Self::attn_dims(shape);
+        let (kc, vc) = self.kv_ptrs(cache, layer);
+        let out = self.alloc(1, q.cols);
+        let route = AttnRoute::choose(self.opts.kv, dims, 1);
+        let ws = cache.ws.as_mut().expect("made by kv_reserve");
+        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        let new = attention::NewKv {
+            k: self.ptr(k),
+            v: self.ptr(v),
+            rope,
+        };
+        ok(
+            "rope attention",
+            attention::launch_rope_attention(
+                &self.gpu,
+                &route,
+                ws,
+                self.ptr(q),
+                new,
+                kc,
+                vc,
+                self.ptr(&out),
                 pos,
                 dims,
                 scale,
@@ -765,7 +872,9 @@ impl Backend for CudaBackend {
             format: table.format,
             output: DType::F32,
         };
-        let mut y = self.alloc(ids.len(), table.layout.k);
+        // The step's first kernel: nothing precedes it in the graph, so its output may be
+        // a buffer of its own (the launch writes through `own_buf`).
+        let mut y = self.alloc_own(ids.len(), table.layout.k);
         if let Some(c) = self.capturing() {
             assert_eq!(ids.len(), 1, "a captured step takes one token");
             ok(
@@ -1001,6 +1110,9 @@ impl Backend for CudaBackend {
         assert_eq!((k.cols, v.cols), (kvw, kvw), "attention: k/v width");
         assert_eq!(q.cols, shape.n_heads * head_dim, "attention: q width");
         let pos = self.attention_pos(cache, q.rows);
+        if q.rows == 1 && self.opts.fused && !rope_attention_apart() {
+            return self.attend_rope(cache, layer, q, k, v, pos, rope);
+        }
         let (kc, vc) = self.kv_ptrs(cache, layer);
         // One launch rotates q, rotates k into the cache and stores v (k stays unrotated,
         // which nothing reads again).
@@ -1283,6 +1395,19 @@ impl Backend for CudaBackend {
             .get_or_insert_with(|| ok("allocating step inputs", self.gpu.alloc_zeros(2)));
         let io = self.slice_ptr(io);
         let (out, out_cap) = (self.slice_ptr(step.out.as_ref().unwrap()), logits);
+        let want = step.arena_need.max(ARENA_FIRST);
+        if step.arena.as_ref().is_none_or(|a| a.len() < want) {
+            let buf = ok(
+                "allocating the step arena",
+                self.gpu.alloc_zeros::<f32>(want),
+            );
+            step.arena = Some(Arc::new(AnyBuffer::F32(buf)));
+        }
+        *self.arena.lock().expect("arena") = Some(StepArena {
+            buf: step.arena.clone().expect("made above"),
+            used: 0,
+            need: 0,
+        });
         let mut guard = self.capturing.lock().expect("capture state");
         assert!(
             guard.is_none(),
@@ -1305,6 +1430,9 @@ impl Backend for CudaBackend {
 
     fn end_step_capture(&self, cache: &mut CudaKvCache, id: u32) -> Vec<f32> {
         let graph = Graph::end_capture(&self.gpu);
+        if let Some(a) = self.arena.lock().expect("arena").take() {
+            cache.step.arena_need = a.need;
+        }
         let c = self
             .capturing
             .lock()
@@ -1312,6 +1440,14 @@ impl Backend for CudaBackend {
             .take()
             .expect("end_step_capture without begin_step_capture");
         let graph = ok("capturing the decode step", graph);
+        // Whether capture kept the programmatic launches as programmatic edges.
+        match graph.programmatic_edges() {
+            Ok(n) => tracing::info!(
+                "decode step captured: {n} programmatic edges (pdl {})",
+                self.gpu.pdl()
+            ),
+            Err(e) => tracing::info!("decode step captured; its edges unreadable: {e}"),
+        }
         let out_len = c.out_len.expect("the captured step produced no logits");
         cache.step.captured = Some(CapturedStep {
             graph,

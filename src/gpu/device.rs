@@ -1,5 +1,6 @@
 //! Devices, their properties, and [`Gpu`]: one context, its stream and its loaded kernels.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
@@ -98,6 +99,8 @@ pub struct Gpu {
     /// Loaded functions by entry name, so a launch costs no template render or hash once
     /// its kernel is loaded (the op-by-op engine launches hundreds per token).
     by_spec: DashMap<String, CudaFunction>,
+    /// Programmatic dependent launch for the kernels that opt in (`super::launch`).
+    pdl: AtomicBool,
 }
 
 /// Stream-ordered frees return memory to the device's default pool, which by default hands
@@ -138,13 +141,28 @@ impl Gpu {
         let stream = ctx.new_stream().ctx("creating a stream")?;
         keep_freed_memory(&ctx)?;
         let props = props_of(&ctx)?;
+        let pdl = super::launch::pdl_supported(props.compute_capability)
+            && !super::launch::pdl_disabled_by_env();
         Ok(Gpu {
             ctx,
             stream,
             props,
             functions: DashMap::new(),
             by_spec: DashMap::new(),
+            pdl: AtomicBool::new(pdl),
         })
+    }
+
+    /// Whether kernels that opt in are launched programmatically (PDL): on by default where
+    /// the compute capability is 9.0 or more, unless `NINFER_NO_PDL` is set.
+    pub fn pdl(&self) -> bool {
+        self.pdl.load(Ordering::Relaxed)
+    }
+
+    /// Turns programmatic launches off, or back on where the device has them.
+    pub fn set_pdl(&self, on: bool) {
+        let on = on && super::launch::pdl_supported(self.props.compute_capability);
+        self.pdl.store(on, Ordering::Relaxed);
     }
 
     pub fn props(&self) -> &DeviceProps {

@@ -55,6 +55,41 @@ impl Graph {
         Ok(Graph { graph })
     }
 
+    /// How many of the graph's edges are programmatic (kernel to kernel launches that PDL
+    /// lets overlap): the check that capture kept them.
+    pub fn programmatic_edges(&self) -> Result<usize, GpuError> {
+        let g = self.graph.cu_graph();
+        let mut n = 0usize;
+        // SAFETY: a first call with null arrays asks for the count; the second fills arrays
+        // of that many entries.
+        unsafe {
+            sys::cuGraphGetEdges_v2(
+                g,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut n,
+            )
+            .result()
+            .ctx("counting a graph's edges")?;
+            let mut from = vec![std::ptr::null_mut(); n];
+            let mut to = vec![std::ptr::null_mut(); n];
+            let mut data = vec![std::mem::zeroed::<sys::CUgraphEdgeData>(); n];
+            sys::cuGraphGetEdges_v2(
+                g,
+                from.as_mut_ptr(),
+                to.as_mut_ptr(),
+                data.as_mut_ptr(),
+                &mut n,
+            )
+            .result()
+            .ctx("reading a graph's edges")?;
+            let programmatic =
+                sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8;
+            Ok(data[..n].iter().filter(|e| e.type_ == programmatic).count())
+        }
+    }
+
     /// Queues one replay on the stream it was captured on.
     pub fn replay(&self) -> Result<(), GpuError> {
         self.graph.launch().ctx("replaying a graph")

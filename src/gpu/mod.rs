@@ -1,6 +1,6 @@
 //! The GPU layer: device discovery and properties, a context with its stream, typed
-//! device buffers (cudarc's `CudaSlice<T>`), kernel loading and launch, events and CUDA
-//! graphs.
+//! device buffers (cudarc's `CudaSlice<T>`), kernel loading and launch (with programmatic
+//! dependent launch where a kernel opts in: `launch`), events and CUDA graphs.
 //!
 //! The driver is loaded at run time; without it, or without a device, every entry point
 //! returns [`GpuError`] with one sentence instead of panicking.
@@ -9,6 +9,7 @@ mod buffer;
 mod cublas;
 mod device;
 mod graph;
+mod launch;
 mod timing;
 
 pub use buffer::AnyBuffer;
@@ -16,6 +17,7 @@ pub use cublas::Blas;
 pub use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 pub use device::{list_devices, DeviceProps, Gpu};
 pub use graph::Graph;
+pub use launch::{pdl_disabled_by_env, pdl_supported, Kernel, KernelArg, Launch, NO_PDL_ENV};
 pub use timing::EventTimer;
 
 /// Why the GPU cannot be used.

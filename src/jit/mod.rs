@@ -194,6 +194,13 @@ impl Jit {
             .tera
             .render(spec.template, &ctx)
             .map_err(|e| render_err(templates::tera_error_chain(&e)))?;
+        if spec.programmatic && !calls_pdl_wait(&body) {
+            return Err(render_err(
+                "the spec is marked programmatic but its template never calls NINFER_PDL_WAIT() \
+                 (templates/common/pdl.cuh)"
+                    .into(),
+            ));
+        }
         Ok(format!(
             "// ninfer kernel {} (family {}, template {})\n// params: {}\n{}",
             spec.entry,
@@ -318,5 +325,52 @@ impl Jit {
         };
         self.disk.store(&receipt, &cubin, &arch_s, nvrtc_version);
         Ok((make(cubin), Provenance::Compiled))
+    }
+}
+
+/// Whether rendered source calls `NINFER_PDL_WAIT()` outside a comment or a `#define` (the
+/// header `common/pdl.cuh` names it in both, which must not count as a call).
+pub fn calls_pdl_wait(source: &str) -> bool {
+    source.lines().any(|line| {
+        let code = line.split("//").next().unwrap_or("").trim_start();
+        code.contains("NINFER_PDL_WAIT()") && !code.starts_with('#')
+    })
+}
+
+#[cfg(test)]
+mod pdl_tests {
+    use super::*;
+
+    #[test]
+    fn the_pdl_header_alone_is_no_call_of_the_wait() {
+        let set = TemplateSet::embedded();
+        let header = set.get("common/pdl.cuh").expect("the header exists");
+        assert!(header.contains("NINFER_PDL_WAIT()"));
+        assert!(!calls_pdl_wait(header));
+        assert!(calls_pdl_wait(&format!(
+            "{header}\n    NINFER_PDL_WAIT();\n"
+        )));
+        assert!(!calls_pdl_wait("    // NINFER_PDL_WAIT();\n"));
+    }
+
+    #[test]
+    fn a_programmatic_spec_whose_template_never_waits_is_refused() {
+        let jit = Jit::new(TemplateSet::embedded(), DiskCache::memory_only()).unwrap();
+        // rmsnorm's template waits: fine with or without the flag.
+        let norm = crate::ops::rmsnorm::RmsNormRoute::choose(
+            crate::ops::rmsnorm::NormWeight::Plain,
+            crate::ops::DType::F32,
+            crate::ops::DType::F32,
+            576,
+        )
+        .spec();
+        assert!(norm.programmatic);
+        jit.render(&norm).unwrap();
+        // The mma self-test never waits: marking it programmatic is an error.
+        let probe = crate::ops::mma_probe::instantiations()
+            .remove(0)
+            .programmatic();
+        let err = jit.render(&probe).unwrap_err().to_string();
+        assert!(err.contains("NINFER_PDL_WAIT"), "{err}");
     }
 }

@@ -66,6 +66,23 @@ mod tests {
                 "{} includes a toolkit header",
                 spec.entry
             );
+            // A programmatic launch is only for a kernel that waits (render refuses the
+            // other way round); the decode step's kernels outside the linear family wait.
+            assert!(!spec.programmatic || crate::jit::calls_pdl_wait(&src));
+            if [
+                "attention/flash.cu",
+                "rope/rope.cu",
+                "norm/rmsnorm.cu",
+                "embedding/gather.cu",
+            ]
+            .contains(&spec.template)
+            {
+                assert!(
+                    spec.programmatic,
+                    "{} is not launched programmatically",
+                    spec.entry
+                );
+            }
         }
     }
 }

@@ -23,6 +23,11 @@ pub struct KernelSpec {
     pub params: BTreeMap<String, serde_json::Value>,
     /// Needs the architecture-specific target (`sm_90a`) for wgmma and friends.
     pub arch_specific: bool,
+    /// Launched with programmatic dependent launch where the device has it (sm_90+): the
+    /// template calls `NINFER_PDL_WAIT()` (`templates/common/pdl.cuh`), which the JIT checks
+    /// when it renders the spec, and the launch (`crate::gpu::Launch`) takes the attribute
+    /// from here.
+    pub programmatic: bool,
 }
 
 impl KernelSpec {
@@ -33,7 +38,15 @@ impl KernelSpec {
             entry: entry.into(),
             params: BTreeMap::new(),
             arch_specific: false,
+            programmatic: false,
         }
+    }
+
+    /// Marks the spec for programmatic dependent launch (its template must call
+    /// `NINFER_PDL_WAIT()`; see `templates/common/pdl.cuh`).
+    pub fn programmatic(mut self) -> Self {
+        self.programmatic = true;
+        self
     }
 
     /// Adds one template parameter.

@@ -28,7 +28,8 @@ use serde::Serialize;
 
 use super::gdn::dptr;
 use super::{DType, Pos};
-use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::engine::backend::{Rope, RopeStyle};
+use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
@@ -267,6 +268,28 @@ impl AttnRoute {
         .param("hd", hd)
         .param("kv_type", kv.cuda_type())
         .param("kt", KT)
+        .param("rope", "")
+        // attention/flash.cu waits for its predecessor (common/pdl.cuh).
+        .programmatic()
+    }
+
+    /// The decode kernel with RoPE and the KV append folded in (one row; see
+    /// [`launch_rope_attention`]). Panics for a route that is not `Decode`.
+    pub fn rope_spec(&self, style: RopeStyle) -> KernelSpec {
+        let AttnKind::Decode { split } = self.kind else {
+            panic!("only the decode route folds RoPE in")
+        };
+        let name = match style {
+            RopeStyle::Neox => "neox",
+            RopeStyle::Interleaved => "interleaved",
+        };
+        let mut spec = self.spec().param("rope", name);
+        spec.entry = format!(
+            "attn_decode_rope_{name}_{}_d{}_s{split}",
+            self.kv.short(),
+            self.head_dim
+        );
+        spec
     }
 
     /// Every kernel the route launches, in launch order.
@@ -348,11 +371,19 @@ fn append_spec(kv: KvType) -> KernelSpec {
     )
     .param("kv_type", kv.cuda_type())
     .param("block", APPEND_BLOCK)
+    .programmatic()
 }
 
 /// Every registered instantiation of the family.
 pub fn instantiations() -> Vec<KernelSpec> {
-    let mut specs: Vec<KernelSpec> = AttnRoute::all().iter().map(AttnRoute::spec).collect();
+    let routes = AttnRoute::all();
+    let mut specs: Vec<KernelSpec> = routes.iter().map(AttnRoute::spec).collect();
+    for r in routes
+        .iter()
+        .filter(|r| matches!(r.kind, AttnKind::Decode { .. }))
+    {
+        specs.extend([RopeStyle::Neox, RopeStyle::Interleaved].map(|s| r.rope_spec(s)));
+    }
     specs.extend(KvType::ALL.map(append_spec));
     specs
 }
@@ -386,7 +417,7 @@ pub fn launch_kv_append(
         "kv append: cache offsets exceed the kernel's int arguments"
     );
     let spec = append_spec(kv);
-    let f = gpu.function(&spec)?;
+    let f = gpu.kernel(&spec)?;
     let blocks = n.div_ceil(APPEND_BLOCK as usize).min(4 * 1024) as u32;
     let cfg = LaunchConfig {
         grid_dim: (blocks, 1, 1),
@@ -394,7 +425,7 @@ pub fn launch_kv_append(
         shared_mem_bytes: 0,
     };
     let (pos0_i, t_i, width_i) = (pos0 as i32, t as i32, width as i32);
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&f);
     b.arg(&k)
         .arg(&v)
         .arg(&k_cache)
@@ -474,6 +505,80 @@ pub fn launch_attention(
     dims: AttnDims,
     scale: f32,
 ) -> Result<(), GpuError> {
+    launch_attention_with(
+        gpu, route, ws, q, k_cache, v_cache, out, t, pos, dims, scale, None,
+    )
+}
+
+/// The step's key and value, unrotated, for [`launch_rope_attention`].
+#[derive(Debug, Clone, Copy)]
+pub struct NewKv<'a> {
+    /// f32 `[1, n_kv * head_dim]` device addresses.
+    pub k: u64,
+    pub v: u64,
+    pub rope: &'a Rope,
+}
+
+/// One decode row with RoPE and the KV append folded into the decode route: rotates `q`
+/// (`[1, n_heads * head_dim]`, left unrotated in memory) and `new.k`, stores the rotated
+/// key and `new.v` at cache row `pos`, and writes the attention of that row to `out`. The
+/// same bits as `rope::launch_rope_append` followed by [`launch_attention`], in one launch.
+/// `route` must be a `Decode` route.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_rope_attention(
+    gpu: &Gpu,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    q: u64,
+    new: NewKv,
+    k_cache: u64,
+    v_cache: u64,
+    out: u64,
+    pos: Pos,
+    dims: AttnDims,
+    scale: f32,
+) -> Result<(), GpuError> {
+    let rd = new.rope.rotary_dim;
+    assert!(
+        rd <= dims.head_dim && rd.is_multiple_of(2),
+        "rope attention: bad rotary_dim {rd} for head_dim {}",
+        dims.head_dim
+    );
+    assert!(
+        matches!(route.kind, AttnKind::Decode { .. }),
+        "rope attention: a decode route only"
+    );
+    launch_attention_with(
+        gpu,
+        route,
+        ws,
+        q,
+        k_cache,
+        v_cache,
+        out,
+        1,
+        pos,
+        dims,
+        scale,
+        Some(new),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_attention_with(
+    gpu: &Gpu,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    q: u64,
+    k_cache: u64,
+    v_cache: u64,
+    out: u64,
+    t: usize,
+    pos: Pos,
+    dims: AttnDims,
+    scale: f32,
+    new: Option<NewKv>,
+) -> Result<(), GpuError> {
     dims.check();
     let (pos0, pos_dev) = pos.kernel_args();
     assert_eq!(
@@ -491,10 +596,13 @@ pub fn launch_attention(
     if t == 0 {
         return Ok(());
     }
-    let spec = route.spec();
-    let f = gpu.function(&spec)?;
+    let spec = match new {
+        Some(n) => route.rope_spec(n.rope.style),
+        None => route.spec(),
+    };
+    let f = gpu.kernel(&spec)?;
     let smem = route.smem_bytes();
-    f.set_attribute(
+    f.function().set_attribute(
         cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         smem as i32,
     )
@@ -515,7 +623,7 @@ pub fn launch_attention(
                 shared_mem_bytes: smem as u32,
             };
             let (t_i, pos0_i) = (t as i32, pos0 as i32);
-            let mut b = gpu.stream().launch_builder(&f);
+            let mut b = gpu.launch(&f);
             b.arg(&q)
                 .arg(&k_cache)
                 .arg(&v_cache)
@@ -537,7 +645,7 @@ pub fn launch_attention(
                 shared_mem_bytes: smem as u32,
             };
             let (null, t_i, pos0_i, zero, one) = (0u64, t as i32, pos0 as i32, 0i32, 1i32);
-            let mut b = gpu.stream().launch_builder(&f);
+            let mut b = gpu.launch(&f);
             b.arg(&q)
                 .arg(&k_cache)
                 .arg(&v_cache)
@@ -561,6 +669,7 @@ pub fn launch_attention(
             assert_eq!(ws.dims, dims, "attention: workspace made for other dims");
             let (acc, ml) = (dptr(gpu, &ws.acc), dptr(gpu, &ws.ml));
             let counters = dptr(gpu, &ws.counters);
+            let rope_args = new.map(|n| (n.k, n.v, n.rope.rotary_dim as i32, n.rope.theta));
             // Rows in chunks the workspace holds; each chunk is a shorter block at a
             // later position.
             for r0 in (0..t).step_by(ws.rows) {
@@ -585,7 +694,7 @@ pub fn launch_attention(
                 };
                 let (rows_i, p0_i) = (rows as i32, p0 as i32);
                 let (ms_i, mult_i) = (ws.max_splits as i32, mult as i32);
-                let mut b = gpu.stream().launch_builder(&f);
+                let mut b = gpu.launch(&f);
                 b.arg(&qc)
                     .arg(&k_cache)
                     .arg(&v_cache)
@@ -601,6 +710,10 @@ pub fn launch_attention(
                     .arg(&scale_log2)
                     .arg(&oc)
                     .arg(&counters);
+                if let Some((k_new, v_new, rd, theta)) = &rope_args {
+                    assert_eq!(t, 1, "rope attention: one row");
+                    b.arg(k_new).arg(v_new).arg(rd).arg(theta);
+                }
                 // SAFETY: matches the template; partial slots (row < rows, head,
                 // split < splits <= max_splits) lie inside the workspace, counters cover
                 // the grid's (tile, KV head) pairs (at most rows * n_heads), and the
@@ -897,6 +1010,169 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
         }
     }
     outcomes.push(qualify_graph_replay(gpu, rng)?);
+    outcomes.extend(qualify_rope_attention(gpu, rng)?);
+    Ok(outcomes)
+}
+
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// [`launch_rope_attention`] against the two launches it replaces (`rope::launch_rope_append`
+/// then [`launch_attention`]) on the same inputs: output and both caches bit for bit, at a
+/// host position and at a device position with the grid planned for a long context; and its
+/// output against the f64 oracle (RoPE and attention in f64 over the caches the separate
+/// launches made).
+fn qualify_rope_attention(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    use crate::ops::rope::launch_rope_append;
+    const MAX_CTX: usize = 8192;
+    let mut outcomes = Vec::new();
+    // (dims, rotary_dim, theta, pos0)
+    let cases = [
+        (SMOLLM2, 64, 100_000.0, 0),
+        (SMOLLM2, 64, 100_000.0, 531),
+        (LLAMA_8B, 128, 500_000.0, 1000),
+        (QWEN36_27B, 64, 10_000_000.0, 4095),
+        (AttnDims::new(4, 2, 32), 32, 10_000.0, 37),
+        (AttnDims::new(4, 2, 48), 48, 10_000.0, 64),
+    ];
+    for style in [RopeStyle::Neox, RopeStyle::Interleaved] {
+        for kv in KvType::ALL {
+            for &(dims, rotary_dim, theta, pos0) in &cases {
+                let rope = Rope {
+                    style,
+                    theta,
+                    rotary_dim,
+                };
+                let (kvw, qw) = (dims.kv_width(), dims.q_width());
+                let route = AttnRoute::choose(kv, dims, 1);
+                let mut ws = AttnWorkspace::new(gpu, dims, 1, MAX_CTX)?;
+                let q = normals(rng, qw, 2.0);
+                let (k, v) = (normals(rng, kvw, 1.0), normals(rng, kvw, 1.0));
+                let mut cache: Vec<f32> = normals(rng, pos0 * kvw, 1.0)
+                    .into_iter()
+                    .map(|x| kv.round(x))
+                    .collect();
+                let mut vcache: Vec<f32> = normals(rng, pos0 * kvw, 1.0)
+                    .into_iter()
+                    .map(|x| kv.round(x))
+                    .collect();
+                // The step's row and rows past it: NaN, which no kernel may read.
+                cache.extend(std::iter::repeat_n(f32::NAN, 4 * kvw));
+                vcache.extend(std::iter::repeat_n(f32::NAN, 4 * kvw));
+                let (dk, dv) = (gpu.upload(&k)?, gpu.upload(&v)?);
+                let pos_buf = gpu.upload(&[pos0 as i32])?;
+                let scale = 1.0 / (dims.head_dim as f32).sqrt();
+                let dims_s = format!("{} rotary={rotary_dim} pos0={pos0}", dims.describe());
+                for device in [false, true] {
+                    let pos = if device {
+                        Pos::Device {
+                            ptr: dptr(gpu, &pos_buf),
+                            max_keys: MAX_CTX,
+                        }
+                    } else {
+                        Pos::Host(pos0)
+                    };
+                    // (output, k cache, v cache) of one path.
+                    let mut run = |fused: bool| -> Result<[Vec<f32>; 3], GpuError> {
+                        let dq = gpu.upload(&q)?;
+                        let kc = AnyBuffer::upload(gpu, kv.dtype(), &cache)?;
+                        let vc = AnyBuffer::upload(gpu, kv.dtype(), &vcache)?;
+                        let out = gpu.upload(&vec![f32::NAN; qw])?;
+                        poison_workspace(gpu, &mut ws)?;
+                        let (kcp, vcp) = (kc.device_ptr(gpu), vc.device_ptr(gpu));
+                        if fused {
+                            let new = NewKv {
+                                k: dptr(gpu, &dk),
+                                v: dptr(gpu, &dv),
+                                rope: &rope,
+                            };
+                            launch_rope_attention(
+                                gpu,
+                                &route,
+                                &mut ws,
+                                dptr(gpu, &dq),
+                                new,
+                                kcp,
+                                vcp,
+                                dptr(gpu, &out),
+                                pos,
+                                dims,
+                                scale,
+                            )?;
+                        } else {
+                            launch_rope_append(
+                                gpu,
+                                dptr(gpu, &dq),
+                                1,
+                                dims.n_heads,
+                                dims.head_dim,
+                                pos,
+                                &rope,
+                                (dptr(gpu, &dk), dptr(gpu, &dv)),
+                                (kcp, vcp),
+                                dims.n_kv_heads,
+                                kv,
+                            )?;
+                            launch_attention(
+                                gpu,
+                                &route,
+                                &mut ws,
+                                dptr(gpu, &dq),
+                                kcp,
+                                vcp,
+                                dptr(gpu, &out),
+                                1,
+                                pos,
+                                dims,
+                                scale,
+                            )?;
+                        }
+                        gpu.synchronize()?;
+                        Ok([gpu.download(&out)?, kc.download(gpu)?, vc.download(gpu)?])
+                    };
+                    let apart = run(false)?;
+                    let fused = run(true)?;
+                    let same = (0..3).all(|i| same_bits(&apart[i], &fused[i]));
+                    let entry = route.rope_spec(style).entry;
+                    let note = if device { " (device position)" } else { "" };
+                    outcomes.push(Outcome {
+                        route: format!("{entry} (= rope append + decode, bits){note}"),
+                        shape: dims_s.clone(),
+                        rel_l2: if same { 0.0 } else { f64::INFINITY },
+                        allowance: 0.0,
+                        pass: same,
+                    });
+                    if !device {
+                        let n = (pos0 + 1) * kvw;
+                        let qr = crate::ops::rope::reference(
+                            &q,
+                            dims.n_heads,
+                            dims.head_dim,
+                            pos0,
+                            &rope,
+                        );
+                        let want = reference(
+                            &qr,
+                            &to_f64(&fused[1][..n]),
+                            &to_f64(&fused[2][..n]),
+                            1,
+                            pos0,
+                            dims,
+                            scale as f64,
+                        );
+                        outcomes.push(Outcome::compare(
+                            entry,
+                            dims_s.clone(),
+                            &fused[0],
+                            &want,
+                            ALLOW_F32,
+                        ));
+                    }
+                }
+            }
+        }
+    }
     Ok(outcomes)
 }
 

@@ -14,7 +14,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_distr::StandardNormal;
 
-use crate::gpu::{CudaSlice, Gpu, GpuError, Graph, LaunchConfig, PushKernelArg};
+use crate::gpu::{CudaSlice, Gpu, GpuError, Graph, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::ops::gdn::dptr;
 use crate::qualify::{Outcome, ALLOW_F32};
@@ -43,10 +43,13 @@ fn pointwise_spec(op: &str) -> KernelSpec {
         format!("elementwise_{op}"),
     )
     .param("op", op)
+    .programmatic()
 }
 
 fn rows_spec(op: &str) -> KernelSpec {
-    KernelSpec::new(FAMILY, "elementwise/rows.cu", format!("elementwise_{op}")).param("op", op)
+    KernelSpec::new(FAMILY, "elementwise/rows.cu", format!("elementwise_{op}"))
+        .param("op", op)
+        .programmatic()
 }
 
 fn softmax_spec(block: u32) -> KernelSpec {
@@ -56,6 +59,7 @@ fn softmax_spec(block: u32) -> KernelSpec {
         format!("elementwise_softmax_b{block}"),
     )
     .param("block", block)
+    .programmatic()
 }
 
 fn argmax_spec(block: u32) -> KernelSpec {
@@ -65,6 +69,7 @@ fn argmax_spec(block: u32) -> KernelSpec {
         format!("elementwise_argmax_b{block}"),
     )
     .param("block", block)
+    .programmatic()
 }
 
 /// The block of a one-block-per-row kernel: wide rows (the vocabulary) get 1024 threads
@@ -107,7 +112,7 @@ fn launch_pointwise(
         return Ok(());
     }
     let spec = pointwise_spec(op);
-    let f = gpu.function(&spec)?;
+    let f = gpu.kernel(&spec)?;
     // A grid-stride loop: enough blocks to fill the GPU a few times over, no more.
     let blocks = n
         .div_ceil(BLOCK as usize)
@@ -118,7 +123,7 @@ fn launch_pointwise(
         shared_mem_bytes: 0,
     };
     let n = n as i64;
-    let mut lb = gpu.stream().launch_builder(&f);
+    let mut lb = gpu.launch(&f);
     lb.arg(&a).arg(&b).arg(&out).arg(&n);
     // SAFETY: matches elementwise/pointwise.cu; the caller's buffers hold n elements.
     unsafe { lb.launch(cfg) }.map_err(launch_err(&spec))?;
@@ -169,7 +174,7 @@ fn launch_rows(
         return Ok(());
     }
     let spec = rows_spec(op);
-    let f = gpu.function(&spec)?;
+    let f = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
         grid_dim: (
             cols.div_ceil(BLOCK as usize) as u32,
@@ -181,7 +186,7 @@ fn launch_rows(
     };
     let (src_ld, dst_ld) = (src_ld as i64, dst_ld as i64);
     let (n_rows, cols) = (i32_of(n_rows, "rows"), i32_of(cols, "cols"));
-    let mut lb = gpu.stream().launch_builder(&f);
+    let mut lb = gpu.launch(&f);
     lb.arg(&src)
         .arg(&src_ld)
         .arg(&dst)
@@ -266,14 +271,14 @@ fn launch_per_row(
     let block: u32 = spec.params["block"]
         .as_u64()
         .expect("row kernels have a block param") as u32;
-    let f = gpu.function(spec)?;
+    let f = gpu.kernel(spec)?;
     let cfg = LaunchConfig {
         grid_dim: (u32::try_from(rows).expect("rows fit a grid"), 1, 1),
         block_dim: (block, 1, 1),
         shared_mem_bytes: 0,
     };
     let cols = i32_of(cols, "cols");
-    let mut lb = gpu.stream().launch_builder(&f);
+    let mut lb = gpu.launch(&f);
     lb.arg(&x).arg(&y).arg(&cols);
     // SAFETY: matches elementwise/softmax.cu and argmax.cu (x, y, cols); the caller sizes
     // x to rows * cols and y to rows * cols (softmax) or rows (argmax).

@@ -8,7 +8,7 @@ use super::DType;
 use crate::formats::{Format, Layout};
 use cudarc::driver::DevicePtr;
 
-use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, Graph, LaunchConfig, PushKernelArg};
+use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, Graph, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{allowance_for, Outcome};
 
@@ -31,6 +31,7 @@ impl EmbeddingRoute {
         .param("format", &self.format.name)
         .param("out_type", self.output.cuda_type())
         .param("block", BLOCK)
+        .programmatic()
     }
 }
 
@@ -73,7 +74,7 @@ pub fn launch_at(
     if t == 0 {
         return Ok(());
     }
-    let f = gpu.function(&route.spec())?;
+    let f = gpu.kernel(&route.spec())?;
     let (q, s) = w.planes(gpu);
     let (qs, ss) = (w.layout.q_row_bytes as i64, w.layout.s_row_bytes as i64);
     let (vi, hi) = (vocab as i32, h as i32);
@@ -83,7 +84,7 @@ pub fn launch_at(
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&f);
     b.arg(&q)
         .arg(&s)
         .arg(&qs)

@@ -9,7 +9,7 @@
 use rand::Rng;
 use rand_distr::StandardNormal;
 
-use crate::gpu::{Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::ops::gdn::dptr;
 use crate::qualify::Outcome;
@@ -25,7 +25,9 @@ pub const BLOCKS: [u32; 2] = [128, 1024];
 pub const ALLOW_NLL: f64 = 1e-7;
 
 pub fn nll_spec(block: u32) -> KernelSpec {
-    KernelSpec::new(FAMILY, "loss/nll.cu", format!("loss_nll_b{block}")).param("block", block)
+    KernelSpec::new(FAMILY, "loss/nll.cu", format!("loss_nll_b{block}"))
+        .param("block", block)
+        .programmatic()
 }
 
 /// The block for rows of `cols` logits.
@@ -60,14 +62,14 @@ pub fn nll_rows(
     assert!(cols > 0, "nll_rows: empty rows");
     let block = block_for(cols);
     let spec = nll_spec(block);
-    let f = gpu.function(&spec)?;
+    let f = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
         grid_dim: (u32::try_from(rows).expect("rows fit a grid"), 1, 1),
         block_dim: (block, 1, 1),
         shared_mem_bytes: 0,
     };
     let cols = i32::try_from(cols).expect("a row fits in i32");
-    let mut lb = gpu.stream().launch_builder(&f);
+    let mut lb = gpu.launch(&f);
     lb.arg(&x).arg(&targets).arg(&out).arg(&cols);
     // SAFETY: matches loss/nll.cu (x, targets, out, cols); the caller sizes x to
     // rows * cols f32, targets to rows u32 and out to rows f64.

@@ -10,7 +10,7 @@ use rand_distr::StandardNormal;
 use serde::Serialize;
 
 use super::DType;
-use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{allowance_for, Outcome};
 
@@ -68,6 +68,7 @@ impl RmsNormRoute {
             .param("in_type", self.input.cuda_type())
             .param("out_type", self.output.cuda_type())
             .param("block", self.block)
+            .programmatic()
     }
 
     /// The built-in heuristic: small rows get the small block.
@@ -185,14 +186,14 @@ pub fn launch_at(
     if rows == 0 {
         return Ok(());
     }
-    let f = gpu.function(&route.spec())?;
+    let f = gpu.kernel(&route.spec())?;
     let cfg = LaunchConfig {
         grid_dim: (rows as u32, 1, 1),
         block_dim: (route.block, 1, 1),
         shared_mem_bytes: 0,
     };
     let width_i = width as i32;
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&f);
     b.arg(&xp).arg(w).arg(&yp).arg(&width_i).arg(&eps);
     // SAFETY: the argument list matches the template's signature; the asserts above
     // bound every access to the buffers.

@@ -9,7 +9,7 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 
 use crate::engine::backend::{Rope, RopeStyle};
-use crate::gpu::{Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::ops::attention::{launch_kv_append, KvType};
 use crate::ops::gdn::dptr;
@@ -34,6 +34,7 @@ pub fn spec(style: RopeStyle) -> KernelSpec {
         .param("style", name)
         .param("append", false)
         .param("kv_type", "float")
+        .programmatic()
 }
 
 /// The rotation of q and k fused with the KV append (see [`launch_rope_append`]).
@@ -47,6 +48,7 @@ pub fn append_spec(style: RopeStyle, kv: KvType) -> KernelSpec {
     .param("style", name)
     .param("append", true)
     .param("kv_type", kv.cuda_type())
+    .programmatic()
 }
 
 /// Every registered instantiation of the family.
@@ -89,7 +91,7 @@ pub fn launch_rope(
         return Ok(());
     }
     let spec = spec(rope.style);
-    let f = gpu.function(&spec)?;
+    let f = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
         grid_dim: (u32::try_from(t).expect("rows fit a grid"), 1, 1),
         block_dim: (BLOCK, 1, 1),
@@ -99,7 +101,7 @@ pub fn launch_rope(
     let (pos0, pos_dev) = pos.kernel_args();
     let pos0 = pos0 as i64;
     let theta = rope.theta;
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&f);
     b.arg(&x)
         .arg(&nh)
         .arg(&hd)
@@ -146,7 +148,7 @@ pub fn launch_rope_append(
         return Ok(());
     }
     let spec = append_spec(rope.style, kv);
-    let f = gpu.function(&spec)?;
+    let f = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
         grid_dim: (u32::try_from(t).expect("rows fit a grid"), 1, 1),
         block_dim: (BLOCK, 1, 1),
@@ -156,7 +158,7 @@ pub fn launch_rope_append(
     let (pos0, pos_dev) = pos.kernel_args();
     let pos0 = pos0 as i64;
     let theta = rope.theta;
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&f);
     b.arg(&q)
         .arg(&nh)
         .arg(&hd)

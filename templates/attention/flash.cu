@@ -16,7 +16,14 @@
   next launch or graph replay finds zeros) merges every split's partial into `final_out`
   (the decode route, split-K over the cache, combine folded in: one launch).
 
-  Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split.
+  rope ("" | "neox" | "interleaved"), split mode, one row (t = 1, the decode step): RoPE and
+  the KV append folded in. q and the step's key k_new arrive unrotated; every block rotates
+  its q vectors as it loads them, the blocks whose keys include position pos0 rotate k_new
+  (and take v_new) in place of reading that cache row, and of those the first tile's block
+  stores both to the cache. The arithmetic is rope/rope.cu's and the cache's rounding, so
+  the result has the bits of the rope + append launch followed by the plain decode route.
+
+  Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split, rope.
   Pointers must be 16-byte aligned (float4 / 4 x bf16 loads).
 
   Tensor cores would go in the two inner products below (Q K^T over the tile and P V):
@@ -24,6 +31,7 @@
   loops; the tiling and the online softmax stay as they are.
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 
 #define HD {{ hd }}
 #define NQ {{ nq }}
@@ -42,6 +50,34 @@ __device__ __forceinline__ float4 ld4(const bf16_t* p) {
     return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
                        __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
 }
+{%- if rope %}
+// Element d of one head after RoPE, with rope/rope.cu's arithmetic.
+__device__ __forceinline__ float rope_elem(const float* h, int d, int rd, const float* cs,
+                                           const float* sn) {
+    if (d >= rd) return h[d];
+    const int half = rd >> 1;
+{%- if rope == "neox" %}
+    const bool first = d < half;
+    const int j = first ? d : d - half;
+    const float x0 = h[j], x1 = h[j + half];
+{%- else %}
+    const bool first = (d & 1) == 0;
+    const int j = d >> 1;
+    const float x0 = h[2 * j], x1 = h[2 * j + 1];
+{%- endif %}
+    const float c = cs[j], s = sn[j];
+    return first ? __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s))
+                 : __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
+}
+// A value as the cache returns it once stored.
+__device__ __forceinline__ float through_cache(float x) {
+{%- if kv_type == "bf16_t" %}
+    return bf16_to_f32(f32_to_bf16(x));
+{%- else %}
+    return x;
+{%- endif %}
+}
+{%- endif %}
 __device__ __forceinline__ float dot4(float4 a, float4 b) {
     return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
 }
@@ -60,8 +96,8 @@ __device__ __forceinline__ float group_sum(float v) {
 
 extern "C" __global__ void __launch_bounds__(NT)
 {{ kernel_name }}(const float* __restrict__ q,          // [t, n_heads * HD]
-                  const {{ kv_type }}* __restrict__ kc,  // [capacity, n_kv * HD]
-                  const {{ kv_type }}* __restrict__ vc,  // [capacity, n_kv * HD]
+                  {% if not rope %}const {% endif %}{{ kv_type }}* __restrict__ kc,  // [capacity, n_kv * HD]
+                  {% if not rope %}const {% endif %}{{ kv_type }}* __restrict__ vc,  // [capacity, n_kv * HD]
                   float* __restrict__ out,   // direct: [t, n_heads * HD]; split: acc [t * n_heads, max_splits, HD]
                   float* __restrict__ ml,    // split: [t * n_heads, max_splits, 2] (max in log2 units, sum)
                   int t, int pos0,
@@ -70,7 +106,13 @@ extern "C" __global__ void __launch_bounds__(NT)
                   int max_splits, int split_mult,
                   float scale_log2,          // softmax scale * log2(e)
                   float* __restrict__ final_out,  // split: [t, n_heads * HD]
-                  int* __restrict__ counters)     // split: [gridDim.y * gridDim.x], zeros
+                  // split: counters [gridDim.y * gridDim.x], zeros
+                  int* __restrict__ counters
+{%- if rope %},
+                  const float* __restrict__ k_new,  // [1, n_kv * HD]: the step's key, unrotated
+                  const float* __restrict__ v_new,  // [1, n_kv * HD]
+                  int rotary_dim, double theta
+{%- endif %})
 {
     if (pos_dev) pos0 += *pos_dev;
     extern __shared__ float4 smem4[];
@@ -87,13 +129,59 @@ extern "C" __global__ void __launch_bounds__(NT)
     const long long qd = (long long)n_heads * HD;
     const long long kvw = (long long)n_kv * HD;
 
+    {
+        // While the predecessor (the step's KV append) finishes: this block's keys and
+        // values older than pos0 into L2 (a hint: rows this launch's predecessor writes
+        // are not among them, and a prefetch never changes what a load returns).
+        const int last = pos0 + (min(v0 + NQ, nv) - 1) / rep + 1;
+{%- if mode == "split" %}
+        const int pb = blockIdx.z * {{ split }} * split_mult;
+        const int pe = min(min(last, pb + {{ split }} * split_mult), pos0);
+{%- else %}
+        const int pb = 0;
+        const int pe = min(last, pos0);
+{%- endif %}
+        constexpr int LINES = (HD * (int)sizeof({{ kv_type }}) + 127) / 128;  // per row and head
+        for (int e = threadIdx.x; e < (pe - pb) * LINES; e += NT) {
+            const long long off = (long long)(pb + e / LINES) * kvw + (long long)g * HD;
+            const int byte = (e % LINES) * 128;
+            ninfer_prefetch_l2((const char*)(kc + off) + byte);
+            ninfer_prefetch_l2((const char*)(vc + off) + byte);
+        }
+    }
+{%- if rope %}
+    // The cos/sin table of position pos0 (rope/rope.cu's), which needs nothing the
+    // predecessor writes.
+    __shared__ float rcs[HD / 2], rsn[HD / 2];
+    for (int j = threadIdx.x; j < (rotary_dim >> 1); j += NT) {
+        const float p = (float)pow(theta, (double)(2 * j) / (double)rotary_dim);
+        const float inv_freq = __fdiv_rn(1.0f, p);
+        const double a = (double)__fmul_rn((float)pos0, inv_freq);
+        double sv, cv;
+        sincos(a, &sv, &cv);
+        rcs[j] = (float)cv;
+        rsn[j] = (float)sv;
+    }
+    __syncthreads();
+{%- endif %}
+    NINFER_PDL_WAIT();     // q and the appended rows are visible from here on
+    NINFER_PDL_TRIGGER();
+
     for (int e = threadIdx.x; e < NQ * (HD / 4); e += NT) {
         const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
         const int v = v0 + r;
         float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
         if (v < nv) {
             const int i = v / rep, h = g * rep + v % rep;
+{%- if rope %}
+            const float* qh = q + i * qd + (long long)h * HD;
+            x = make_float4(rope_elem(qh, c, rotary_dim, rcs, rsn),
+                            rope_elem(qh, c + 1, rotary_dim, rcs, rsn),
+                            rope_elem(qh, c + 2, rotary_dim, rcs, rsn),
+                            rope_elem(qh, c + 3, rotary_dim, rcs, rsn));
+{%- else %}
             x = *(const float4*)(q + i * qd + (long long)h * HD + c);
+{%- endif %}
             x.x *= scale_log2; x.y *= scale_log2; x.z *= scale_log2; x.w *= scale_log2;
         }
         *(float4*)(qs + r * QS + c) = x;
@@ -129,8 +217,34 @@ extern "C" __global__ void __launch_bounds__(NT)
             float4 kx = make_float4(0.f, 0.f, 0.f, 0.f), vx = kx;
             if (p < k_end) {
                 const long long off = p * kvw + (long long)g * HD + c;
+{%- if rope %}
+                if (p == pos0) {
+                    // The step's own key and value: rotated here (the first tile's block
+                    // stores them), used as the cache would return them.
+                    const float* kh = k_new + (long long)g * HD;
+                    const float* vh = v_new + (long long)g * HD + c;
+                    float kk[4], vv[4];
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        kk[u] = rope_elem(kh, c + u, rotary_dim, rcs, rsn);
+                        vv[u] = vh[u];
+                        if (blockIdx.x == 0) {
+                            store_from_f32(kc, off + u, kk[u]);
+                            store_from_f32(vc, off + u, vv[u]);
+                        }
+                    }
+                    kx = make_float4(through_cache(kk[0]), through_cache(kk[1]),
+                                     through_cache(kk[2]), through_cache(kk[3]));
+                    vx = make_float4(through_cache(vv[0]), through_cache(vv[1]),
+                                     through_cache(vv[2]), through_cache(vv[3]));
+                } else {
+                    kx = ld4(kc + off);
+                    vx = ld4(vc + off);
+                }
+{%- else %}
                 kx = ld4(kc + off);
                 vx = ld4(vc + off);
+{%- endif %}
             }
             *(float4*)(ks + r * QS + c) = kx;
             *(float4*)(vs + r * HD + c) = vx;

@@ -7,6 +7,7 @@
   Params: kv_type ("float" | "bf16_t"), block (threads).
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 
 extern "C" __global__ void __launch_bounds__({{ block }})
 {{ kernel_name }}(const float* __restrict__ k, const float* __restrict__ v,
@@ -14,6 +15,8 @@ extern "C" __global__ void __launch_bounds__({{ block }})
                   int pos0, const int* __restrict__ pos_dev, int t, int width)
 {
     if (pos_dev) pos0 += *pos_dev;  // the position from device memory (graph replays)
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     const long long n = (long long)t * width;
     const long long dst0 = (long long)pos0 * width;
     for (long long e = (long long)blockIdx.x * {{ block }} + threadIdx.x; e < n;

@@ -7,6 +7,7 @@
   Param: block (threads per block, a multiple of 32, at most 1024).
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 {% include "elementwise/row_vec.cuh" %}
 
 struct ArgBest {
@@ -20,6 +21,8 @@ struct ArgBest {
 extern "C" __global__ void __launch_bounds__({{ block }})
 {{ kernel_name }}(const float* __restrict__ x, u32* __restrict__ ids, int cols)
 {
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     __shared__ float sv[32];
     __shared__ int si[32];
     const float* p = x + (long long)blockIdx.x * cols;

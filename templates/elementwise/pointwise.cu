@@ -12,6 +12,7 @@
   Operands may alias (add_assign reads and writes x), so nothing is __restrict__.
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 
 extern "C" __global__ void __launch_bounds__(256)
 {{ kernel_name }}(
@@ -24,6 +25,8 @@ extern "C" __global__ void __launch_bounds__(256)
 {%- endif %}
     long long n)
 {
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) {
 {%- if op == "f32_to_bf16" %}
         const float v = a[i];

@@ -9,6 +9,7 @@
   Row indices are device i32. Every offset is 64-bit: tables can exceed 2^31 elements.
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 
 extern "C" __global__ void __launch_bounds__(256)
 {{ kernel_name }}(const float* src,
@@ -20,6 +21,8 @@ extern "C" __global__ void __launch_bounds__(256)
                   int n_rows,
                   int cols)
 {
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     const int j = blockIdx.x * 256 + threadIdx.x;
     if (j >= cols) return;
     for (int r = blockIdx.y; r < n_rows; r += gridDim.y) {

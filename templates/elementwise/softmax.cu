@@ -10,6 +10,7 @@
   non-coherent path. Param: block (threads per block, a multiple of 32).
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 {% include "common/reduce.cuh" %}
 {% include "elementwise/row_vec.cuh" %}
 
@@ -46,6 +47,8 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 extern "C" __global__ void __launch_bounds__({{ block }})
 {{ kernel_name }}(const float* x, float* y, int cols)
 {
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     __shared__ float scratch[32];
     const long long base = (long long)blockIdx.x * cols;
     const float* p = x + base;

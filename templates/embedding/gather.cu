@@ -7,6 +7,7 @@
   Params: format, out_type ("float" | "bf16_t"), block.
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 {{ format_code }}
 
 extern "C" __global__ void __launch_bounds__({{ block }})
@@ -15,6 +16,8 @@ extern "C" __global__ void __launch_bounds__({{ block }})
                   const int* __restrict__ ids, int vocab, int H,
                   {{ out_type }}* __restrict__ out)
 {
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     const int t = blockIdx.x;
     const int id = ids[t];
     {{ out_type }}* o = out + (long long)t * H;

@@ -19,6 +19,7 @@
   Param: block (threads per block, a multiple of 32, at most 1024).
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 {% include "elementwise/row_vec.cuh" %}
 
 struct NllRowMax {
@@ -64,6 +65,8 @@ extern "C" __global__ void __launch_bounds__({{ block }})
 {{ kernel_name }}(const float* __restrict__ x, const u32* __restrict__ targets,
                   double* __restrict__ out, int cols)
 {
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     __shared__ float smax[32];
     __shared__ double ssum[32];
     const float* p = x + (long long)blockIdx.x * cols;

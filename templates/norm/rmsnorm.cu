@@ -9,6 +9,7 @@
   The weight is f32.
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 {% include "common/reduce.cuh" %}
 
 extern "C" __global__ void __launch_bounds__({{ block }})
@@ -20,6 +21,10 @@ extern "C" __global__ void __launch_bounds__({{ block }})
 {
     __shared__ float scratch[32];
     const long long base = (long long)blockIdx.x * width;
+    // Weights: no kernel writes them, so they load while the predecessor finishes.
+    for (int i = threadIdx.x * 32; i < width; i += {{ block }} * 32) ninfer_prefetch_l2(w + i);
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
 
     float sumsq = 0.0f;
     for (int i = threadIdx.x; i < width; i += {{ block }}) {

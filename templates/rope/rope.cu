@@ -17,6 +17,7 @@
   cache get the same bits as the three separate launches.
 #}
 {% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
 
 #define ROPE_MAX_HALF 512
 
@@ -50,6 +51,9 @@ extern "C" __global__ void __launch_bounds__(256)
         cs[j] = (float)c;
         sn[j] = (float)s;
     }
+    // The table needs only the position: it is built while the predecessor finishes.
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     __syncthreads();
 
     float* row = x + (long long)blockIdx.x * n_heads * head_dim;
