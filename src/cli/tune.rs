@@ -467,7 +467,7 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
             }
         }
         println!(
-            "{keys} keys, {cells} candidates to qualify and time ({} launches each)",
+            "{keys} keys, {cells} candidates to qualify and time ({} timed launches each; a gdn_step launch is a graph of one step per state set)",
             BATCH * (args.reps + 1)
         );
         return Ok(());
