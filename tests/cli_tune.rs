@@ -217,6 +217,123 @@ fn dry_run_lists_the_keys_of_a_model() {
 }
 
 #[test]
+fn dry_run_lists_gdn_keys_of_a_gdn_model_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ninfer_in(
+        dir.path(),
+        &[],
+        &[
+            "tune",
+            "--synthetic",
+            "qwen3.6-27b,qwen3.6-35b-a3b",
+            "--family",
+            "gdn_step",
+            "--lanes",
+            "1,8",
+            "--dry-run",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for key in [
+        "gdn_step/f32/hk16/hv48/t1/n128/k128",
+        "gdn_step/f16/hk16/hv48/t8/n128/k128",
+        "gdn_step/f32/hk16/hv32/t8/n128/k128",
+        "gdn_step/f16/hk16/hv32/t1/n128/k128",
+    ] {
+        assert!(stdout.contains(key), "{key} in\n{stdout}");
+    }
+    assert!(!stdout.contains("linear_exact/"), "{stdout}");
+    assert!(stdout.contains("8 keys"), "{stdout}");
+    // One lane: the per-tile kernel is the default; eight: the grouped one.
+    let default_of = |key: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(default_of("gdn_step/f32/hk16/hv48/t1/"), "l16e8r2w8v");
+    assert_eq!(default_of("gdn_step/f32/hk16/hv48/t8/"), "l16e8r2w8vg6");
+    assert!(
+        stderr.contains("GDN layers HK=16 HV=48 dk=128 dv=128"),
+        "{stderr}"
+    );
+
+    // Both families by default; a model without GDN layers adds no gdn_step key.
+    let out = ninfer_in(
+        dir.path(),
+        &[],
+        &["tune", "--synthetic", "smollm2-135m", "--dry-run"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("gdn_step"), "{stdout}");
+    let out = ninfer_in(
+        dir.path(),
+        &[],
+        &[
+            "tune",
+            "--synthetic",
+            "qwen3.6-27b",
+            "--lanes",
+            "2",
+            "--dry-run",
+        ],
+    );
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("linear_exact/q4_g64/t1/n"), "{stdout}");
+    assert!(
+        stdout.contains("gdn_step/f16/hk16/hv48/t2/n128/k128"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_gdn_route_for_a_retired_tile_is_ignored_with_a_notice() {
+    use ninfer::ops::gdn::{StateType, QWEN36_27B};
+    use ninfer::tune::gdn;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ci-test-gpu.toml");
+    write_profile(&device(&templates()), &path);
+    let mut p = Profile::load(&path).unwrap();
+    let c = gdn::candidates(StateType::F32, &QWEN36_27B, 8);
+    let gdn_route = |lanes: usize, entry: String| Route {
+        key: gdn::key(StateType::F32, &QWEN36_27B, lanes).to_string(),
+        entry,
+        median_us: 20.0,
+        default_entry: c[0].spec().entry,
+        default_us: 21.0,
+        candidates: c.len() as u32,
+        times_us: Vec::new(),
+    };
+    p.set_route(gdn_route(8, c[1].spec().entry));
+    // bench/gdn run 5 dropped the g12s6 tile: a profile that names it is not trusted.
+    p.set_route(gdn_route(4, "gdn_step_f32_l16e8r2w8vg12s6_k4".into()));
+    p.save_merged(&path).unwrap();
+    let out = check(dir.path(), &[], Some(&path));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("(2 routes, 1 not taken)"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("routes by family: linear_exact 1, gdn_step 1"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("1 route name a kernel this build does not offer for their key"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("gdn_step/f32/hk16/hv48/t4/n128/k128 -> gdn_step_f32_l16e8r2w8vg12s6_k4"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn bad_input_is_one_sentence_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     for (args, want) in [
@@ -243,6 +360,50 @@ fn bad_input_is_one_sentence_and_exit_2() {
             "no tuned route serves bf16",
         ),
         (vec!["tune", "--synthetic", "nope", "--dry-run"], "nope"),
+        (
+            vec![
+                "tune",
+                "--synthetic",
+                "smollm2-135m",
+                "--family",
+                "gdn_step",
+                "--dry-run",
+            ],
+            "no GDN layer",
+        ),
+        (
+            vec![
+                "tune",
+                "--synthetic",
+                "qwen3.6-27b",
+                "--lanes",
+                "0",
+                "--dry-run",
+            ],
+            "--lanes 0",
+        ),
+        (
+            vec![
+                "tune",
+                "--synthetic",
+                "qwen3.6-27b",
+                "--gdn-state",
+                "bf16",
+                "--dry-run",
+            ],
+            "--gdn-state bf16",
+        ),
+        (
+            vec![
+                "tune",
+                "--synthetic",
+                "qwen3.6-27b",
+                "--family",
+                "attn",
+                "--dry-run",
+            ],
+            "--family attn",
+        ),
         (vec!["tune", "--shape", "12", "--dry-run"], "--shape 12"),
         (
             vec![

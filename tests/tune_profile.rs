@@ -286,3 +286,58 @@ fn select_never_panics_on_bad_files() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A profile with both families, as `ninfer tune` writes it, round-trips through the file,
+/// and the route table maps each key back to this build's kernels.
+#[test]
+fn round_trip_with_gdn_keys() {
+    use ninfer::ops::gdn::{StateType, QWEN36_27B};
+    use ninfer::tune::{exact, gdn, RouteTable};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nvidia-h200.toml");
+    let fp = h200("ab12");
+    let c = gdn::candidates(StateType::F32, &QWEN36_27B, 8);
+    let q4 = ninfer::formats::format("q4_g64").unwrap();
+    let lin = exact::candidates(q4, 1);
+    let mut p = Profile::new(&fp);
+    let gkey = gdn::key(StateType::F32, &QWEN36_27B, 8).to_string();
+    assert_eq!(gkey, "gdn_step/f32/hk16/hv48/t8/n128/k128");
+    p.set_route(Route {
+        key: gkey.clone(),
+        entry: c[1].spec().entry,
+        median_us: 20.5,
+        default_entry: c[0].spec().entry,
+        default_us: 21.2,
+        candidates: c.len() as u32,
+        times_us: (0..c.len()).map(|i| 21.2 - (i == 1) as u8 as f64).collect(),
+    });
+    p.set_route(route(
+        &exact::key(q4, 1, 576, 576).to_string(),
+        &lin[1].spec().entry,
+        3.0,
+    ));
+    p.save_merged(&path).unwrap();
+    let back = Profile::load(&path).unwrap();
+    let mut want = p.clone();
+    want.routes.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(back, want);
+    let (table, notice) = RouteTable::from_profile(&back, &path);
+    assert!(notice.is_none(), "{notice:?}");
+    assert_eq!(table.len(), 2);
+    assert_eq!(table.gdn(StateType::F32, &QWEN36_27B, 6), Some(c[1].tile));
+    assert_eq!(table.exact(q4, 1, 576, 576), Some(lin[1].kernel));
+}
+
+/// The committed H200 profile (made before the gdn_step family existed) still loads.
+#[test]
+fn a_profile_without_gdn_keys_still_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning/nvidia-h200.toml");
+    let p = Profile::load(&path).unwrap();
+    assert!(!p.routes.is_empty());
+    assert!(p.routes.iter().all(|r| !r.key.starts_with("gdn_step/")));
+    let (table, _) = ninfer::tune::RouteTable::from_profile(&p, &path);
+    assert!(table
+        .family_counts()
+        .iter()
+        .all(|(f, _)| *f == "linear_exact"));
+}

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The tuning job (issue 9): two `ninfer tune` runs over the synthetic 27B and 35B-A3B
-# (q4_g64) and SmolLM2 (q4_g64 and q8_g32), `ninfer tune compare` of the two (same winners
-# wherever the choice is clear of the noise; run 1's picks against the heuristics in run 2's
-# timings, per bucket), `ninfer tune check` of run 1's profile on this device, then decode
-# speed with run 1's profile against the built-in heuristics (`ninfer bench model --profile`
-# / `--no-profile`, alternating) on SmolLM2 q8_g32 and q4_g64 and on the synthetic 27B q4_g64.
+# (q4_g64) and SmolLM2 (q4_g64 and q8_g32), both route families (linear_exact; gdn_step for
+# the GDN layers of the 27B and 35B-A3B: f32 and f16 state, 1, 2, 4 and 8 lanes), `ninfer
+# tune compare` of the two (same winners wherever the choice is clear of the noise; run 1's
+# picks against the heuristics in run 2's timings, per bucket), `ninfer tune check` of run
+# 1's profile on this device, then decode speed with run 1's profile against the built-in
+# heuristics (`ninfer bench model --profile` / `--no-profile`, alternating) on SmolLM2 q8_g32
+# and q4_g64 and on the synthetic 27B q4_g64.
 #
 # Run on the GPU machine from the repository root with .gpu/ staged by scripts/gpu/stage.sh.
-# The default model (SmolLM2) must be in $NINFER_CACHE_DIR/models. Writes under $OUT
-# (default ./gpu-out): run1.toml (the profile to commit as tuning/<device>.toml), run2.toml,
-# run*.jsonl (every candidate's timing), tune*.txt, compare.txt/.json, check.txt,
+# The SmolLM2 decode comparison needs the default model in $NINFER_CACHE_DIR/models and is
+# skipped (with a line saying so) without it; the tuning itself needs no model file. Writes
+# under $OUT (default ./gpu-out): run1.toml (the profile to commit as tuning/<device>.toml),
+# run2.toml, run*.jsonl (every candidate's timing), tune*.txt, compare.txt/.json, check.txt,
 # decode.txt/.jsonl. REPS (default 15) sets the samples per candidate; SKIP_27B=1 skips the
 # 27B decode comparison (the longest step: making 27 B random weights).
 set -uo pipefail
@@ -67,15 +70,24 @@ decode() { # $1: rounds, $2: label, rest: bench model arguments
     done
 }
 : > "$OUT/decode-summary.txt"
-decode 2 "SmolLM2 q8_g32" --weights q8_g32 --decode-tokens 256
-decode 2 "SmolLM2 q4_g64" --weights q4_g64 --decode-tokens 256
+if [ -f "$NINFER_CACHE_DIR/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+    decode 2 "SmolLM2 q8_g32" --weights q8_g32 --decode-tokens 256
+    decode 2 "SmolLM2 q4_g64" --weights q4_g64 --decode-tokens 256
+else
+    echo "SmolLM2 decode skipped: no default model in $NINFER_CACHE_DIR/models" | tee -a "$OUT/decode-summary.txt"
+fi
 if [ "${SKIP_27B:-0}" != 1 ]; then
     decode 1 "synthetic 27B q4_g64" --synthetic qwen3.6-27b --weights q4_g64 --decode-tokens 64
 fi
 rm -f "$OUT/decode-one.txt" "$OUT/decode-one.jsonl"
 
 tail -n 3 "$OUT/tune1.txt" "$OUT/tune2.txt"
-cat "$OUT/compare.txt"
+# The GDN rows of run 1's table and of the comparison, the comparison's summary lines and any
+# candidate not timed (the whole tables are in the files).
+grep -h '^gdn_step/' "$OUT/tune1.txt"
+grep -h '^gdn_step/' "$OUT/compare.txt"
+grep -v -E '^(linear_exact|gdn_step)/' "$OUT/compare.txt"
+grep -h '^not timed' "$OUT/tune1.txt" "$OUT/tune2.txt" | head -20
 cat "$OUT/check.txt"
 cat "$OUT/decode-summary.txt"
 echo "tune/check/bench exit $rc, compare exit $crc"

@@ -14,30 +14,36 @@ use crate::formats::Format;
 use crate::gpu::{Gpu, GpuError};
 use crate::model::synthetic::SHAPES_HELP;
 use crate::model::ModelLocation;
+use crate::ops::gdn::StateType;
 use crate::tune::compare::{self, split_part, Verdict};
 use crate::tune::measure::{self, ExactJob, KeyResult, TuneOptions, BATCH};
+use crate::tune::measure_gdn::{self, GdnJob};
 use crate::tune::profile::{describe, ProfileError};
 use crate::tune::routes::{default_profile_path, resolve, search_dirs, ProfileRequest};
-use crate::tune::{exact, shapes, Fingerprint, Profile};
+use crate::tune::{exact, gdn, shapes, Fingerprint, Profile};
 
 const TUNE_HELP: &str = "\
 Times every candidate route at the shapes of the models given (the linear layers' weight
-shapes N x K, at each token bucket of --tokens) on GPU 0, and writes the winners to the
+shapes N x K, at each token bucket of --tokens; the GDN layers' dims, at each lanes bucket
+of --lanes and each state type of --gdn-state) on GPU 0, and writes the winners to the
 device's profile, which every later run on this device loads (see tuning/README.md).
 
 A candidate is timed only if it first passes a qualification check at that shape against
 the f64 host reference; one that fails counts as infinitely slow. Each is timed with CUDA
-events, launched as the engine launches it, over rotating copies of a random weight larger
-than the L2 cache: --reps samples of 20 launches back to back, the median kept. The default
+events, launched as the engine launches it, over rotating copies of a random weight (or GDN
+state) larger than the L2 cache: --reps samples of 20 launches back to back, the median kept. The default
 (the built-in heuristics' choice) is kept unless a challenger beats it by more than --margin;
 ties go to the candidate listed first, so the choice is deterministic.
 
-Route families tuned: linear_exact (the decode path's GEMV for T <= 8: the stream kernel's
-work split per weight format q4_g64 / q5_g64 / q6_g64 / q8_g32, column tile and exact N, K).
+Route families tuned (--family): linear_exact (the decode path's GEMV for T <= 8: the
+stream kernel's work split per weight format q4_g64 / q5_g64 / q6_g64 / q8_g32, column tile
+and exact N, K) and gdn_step (the Gated DeltaNet decode step's tile per state type, lanes
+bucket and HK, HV, dk, dv; models without GDN layers add no gdn_step keys).
 
 Examples:
   ninfer tune --synthetic qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m
   ninfer tune --model model.gguf --weights q4_g64,q8_g32 --out tuning/nvidia-h200.toml
+  ninfer tune --synthetic qwen3.6-27b --family gdn_step --lanes 1,8
   ninfer tune --synthetic smollm2-135m --dry-run       (what would be timed; no GPU needed)
   ninfer tune compare run1.toml run2.toml              (do two runs agree?)
   ninfer tune check                                    (which profile applies here, and why)";
@@ -96,6 +102,33 @@ pub struct TuneRunArgs {
         default_value = "1,2,4,8"
     )]
     pub tokens: Vec<usize>,
+    /// Route families to tune, comma-separated: linear_exact, gdn_step.
+    #[arg(
+        long,
+        value_name = "FAMILY,...",
+        value_delimiter = ',',
+        default_value = "linear_exact,gdn_step"
+    )]
+    pub family: Vec<String>,
+    /// Lanes (sequences decoding together) to tune the GDN decode step for, comma-separated;
+    /// each stands for its bucket (1, 2, 3-4, 5-8, ...) and is timed at the bucket's upper
+    /// bound.
+    #[arg(
+        long,
+        value_name = "L,...",
+        value_delimiter = ',',
+        default_value = "1,2,4,8"
+    )]
+    pub lanes: Vec<usize>,
+    /// GDN state storage types to tune, comma-separated: f32 (the default state), f16
+    /// (`--gdn-state-fp16`).
+    #[arg(
+        long,
+        value_name = "TYPE,...",
+        value_delimiter = ',',
+        default_value = "f32,f16"
+    )]
+    pub gdn_state: Vec<String>,
     /// The profile to write (merged with the routes already there for this device; a
     /// pinned profile is refused). Default: $NINFER_PROFILE_DIR/<device>.toml, else
     /// <cache>/tuning/<device>.toml, where the engine looks for it.
@@ -161,10 +194,78 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
     }
 }
 
-/// What to time: the jobs, and a line per model about its shapes.
+/// What to time: the jobs of each family, and a line per model about its shapes.
 struct Plan {
     jobs: Vec<ExactJob>,
+    gdn_jobs: Vec<GdnJob>,
     notes: Vec<String>,
+}
+
+impl Plan {
+    fn cells(&self) -> usize {
+        self.jobs.iter().map(ExactJob::cells).sum::<usize>()
+            + self.gdn_jobs.iter().map(GdnJob::cells).sum::<usize>()
+    }
+
+    fn keys(&self) -> usize {
+        self.jobs.iter().map(|j| j.tiles.len()).sum::<usize>()
+            + self.gdn_jobs.iter().map(|j| j.buckets.len()).sum::<usize>()
+    }
+}
+
+/// The families `--family` names, checked.
+fn families_for(names: &[String]) -> Result<(bool, bool), CliError> {
+    let (mut linear, mut gdn_step) = (false, false);
+    for name in names {
+        match name.trim() {
+            n if n == exact::FAMILY => linear = true,
+            n if n == gdn::FAMILY => gdn_step = true,
+            other => {
+                return Err(CliError::usage(format!(
+                    "--family {other}: the tuned families are {} and {}",
+                    exact::FAMILY,
+                    gdn::FAMILY
+                )))
+            }
+        }
+    }
+    Ok((linear, gdn_step))
+}
+
+/// The lanes buckets `--lanes` names, sorted.
+fn lanes_buckets(lanes: &[usize]) -> Result<Vec<u32>, CliError> {
+    let mut v: Vec<u32> = Vec::new();
+    for &l in lanes {
+        if l == 0 || l > 64 {
+            return Err(CliError::usage(format!(
+                "--lanes {l}: give lane counts from 1 to 64"
+            )));
+        }
+        let b = crate::tune::t_bucket(l);
+        if !v.contains(&b) {
+            v.push(b);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+fn gdn_states(names: &[String]) -> Result<Vec<StateType>, CliError> {
+    let mut v: Vec<StateType> = Vec::new();
+    for name in names {
+        let s = StateType::ALL
+            .into_iter()
+            .find(|s| s.short() == name.trim())
+            .ok_or_else(|| {
+                CliError::usage(format!(
+                    "--gdn-state {name}: the state types are f32 and f16"
+                ))
+            })?;
+        if !v.contains(&s) {
+            v.push(s);
+        }
+    }
+    Ok(v)
 }
 
 fn parse_shape(s: &str) -> Result<(usize, usize), CliError> {
@@ -214,9 +315,12 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     if !(0.0..50.0).contains(&args.margin) {
         return Err(CliError::usage("--margin is a percentage from 0 to 50"));
     }
+    let (linear, gdn_step) = families_for(&args.family)?;
     let tiles = tiles_for(&args.tokens)?;
+    let buckets = lanes_buckets(&args.lanes)?;
+    let states = gdn_states(&args.gdn_state)?;
     let mut formats: Vec<&'static Format> = Vec::new();
-    for name in &args.weights {
+    for name in args.weights.iter().filter(|_| linear) {
         let f =
             crate::formats::format(name).map_err(|e| CliError::usage(format!("--weights: {e}")))?;
         if !exact::tunable(f) {
@@ -250,6 +354,7 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     // (format, N, K) -> job; BTreeMap for a stable order.
     let mut wanted: BTreeMap<(String, usize, usize), &'static Format> = BTreeMap::new();
     let mut notes = Vec::new();
+    let mut gdn_jobs: Vec<GdnJob> = Vec::new();
     let mut add = |label: &str, list: &[(usize, usize)], notes: &mut Vec<String>| {
         for &f in &formats {
             let mut kept = 0;
@@ -278,8 +383,32 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     };
     for loc in &locations {
         let files = crate::model::open_model(loc).map_err(|e| CliError::usage(e.to_string()))?;
+        let label = loc.path().display().to_string();
         let list = shapes::linear_shapes(&files);
-        add(&loc.path().display().to_string(), &list, &mut notes);
+        add(&label, &list, &mut notes);
+        if !gdn_step {
+            continue;
+        }
+        for d in shapes::gdn_dims(&files) {
+            if !gdn::tunable(&d) {
+                notes.push(format!(
+                    "{label}: its GDN layers ({}, conv width {}) have no gdn_step candidates",
+                    d.describe(),
+                    d.kc
+                ));
+                continue;
+            }
+            notes.push(format!("{label}: GDN layers {}", d.describe()));
+            for &state in &states {
+                if !gdn_jobs.iter().any(|j| j.dims == d && j.state == state) {
+                    gdn_jobs.push(GdnJob {
+                        state,
+                        dims: d,
+                        buckets: buckets.clone(),
+                    });
+                }
+            }
+        }
     }
     if !extra.is_empty() {
         add("--shape", &extra, &mut notes);
@@ -293,18 +422,23 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
             tiles: tiles.clone(),
         })
         .collect();
-    if jobs.is_empty() {
-        return Err(CliError::usage(
-            "no linear layer of these models can be held in the formats asked for, so there is nothing to tune; try another --weights",
-        ));
+    if jobs.is_empty() && gdn_jobs.is_empty() {
+        return Err(CliError::usage(if linear {
+            "no linear layer of these models can be held in the formats asked for, and they have no GDN layer to tune, so there is nothing to tune; try another --weights"
+        } else {
+            "these models have no GDN layer, so --family gdn_step has nothing to tune"
+        }));
     }
-    Ok(Plan { jobs, notes })
+    Ok(Plan {
+        jobs,
+        gdn_jobs,
+        notes,
+    })
 }
 
 fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     let plan = plan(args)?;
-    let cells: usize = plan.jobs.iter().map(ExactJob::cells).sum();
-    let keys: usize = plan.jobs.iter().map(|j| j.tiles.len()).sum();
+    let (cells, keys) = (plan.cells(), plan.keys());
     for n in &plan.notes {
         eprintln!("{n}");
     }
@@ -321,8 +455,19 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
                 );
             }
         }
+        for job in &plan.gdn_jobs {
+            for &b in &job.buckets {
+                let c = gdn::candidates(job.state, &job.dims, b as usize);
+                println!(
+                    "{:<44}  {:>10}  {}",
+                    gdn::key(job.state, &job.dims, b as usize).to_string(),
+                    c.len(),
+                    gdn::short(&c[0])
+                );
+            }
+        }
         println!(
-            "{keys} keys, {cells} candidates to qualify and time ({} launches each)",
+            "{keys} keys, {cells} candidates to qualify and time ({} timed launches each; a gdn_step launch is a graph of one step per state set)",
             BATCH * (args.reps + 1)
         );
         return Ok(());
@@ -365,7 +510,7 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
         describe(&fp),
         fp.id()
     );
-    prebuild(&plan.jobs, gpu.props().arch());
+    prebuild(&plan, gpu.props().arch());
     let opts = TuneOptions {
         reps: args.reps,
         margin: args.margin / 100.0,
@@ -389,6 +534,22 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     for job in &plan.jobs {
         let r = measure::tune_exact(&gpu, job, &opts, |key, split| {
             bar.set_message(format!("{key} {split}"));
+            bar.inc(1);
+        });
+        match r {
+            Ok(r) => results.extend(r),
+            Err(e) => {
+                bar.abandon();
+                return Err(CliError::failed(format!(
+                    "tuning {} stopped ({e}); nothing was written",
+                    job.keys().join(", ")
+                )));
+            }
+        }
+    }
+    for job in &plan.gdn_jobs {
+        let r = measure_gdn::tune_gdn(&gpu, job, &opts, |key, tile| {
+            bar.set_message(format!("{key} {tile}"));
             bar.inc(1);
         });
         match r {
@@ -428,10 +589,19 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     for f in &failed {
         eprintln!("not timed: {f}");
     }
+    let per_family: Vec<String> = [exact::FAMILY, gdn::FAMILY]
+        .iter()
+        .filter_map(|f| {
+            let of: Vec<&KeyResult> = results.iter().filter(|r| r.family == *f).collect();
+            let changed = of.iter().filter(|r| r.winner != r.default).count();
+            (!of.is_empty()).then(|| format!("{f} {} ({changed} changed)", of.len()))
+        })
+        .collect();
     println!(
-        "{} keys tuned in {:.0} s: {changed} take a challenger, {} keep the default; {} candidates failed; wrote {}",
+        "{} keys tuned in {:.0} s ({}): {changed} take a challenger, {} keep the default; {} candidates failed; wrote {}",
         results.len(),
         started.elapsed().as_secs_f64(),
+        per_family.join(", "),
         results.len() - changed,
         failed.len(),
         out.display()
@@ -455,16 +625,26 @@ fn refuse_pinned(path: &Path) -> Result<(), CliError> {
 /// Compiles every candidate kernel in parallel before any is timed (one at a time as the
 /// timing reaches it would leave the other cores idle). A kernel that does not build fails
 /// its candidate later, with the compiler's message.
-fn prebuild(jobs: &[ExactJob], arch: crate::jit::Arch) {
+fn prebuild(plan: &Plan, arch: crate::jit::Arch) {
     use rayon::prelude::*;
     let Ok(jit) = crate::jit::Jit::global() else {
         return;
     };
     let mut specs: Vec<crate::jit::KernelSpec> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for job in jobs {
+    for job in &plan.jobs {
         for &tt in &job.tiles {
             for r in exact::candidates(job.format, tt) {
+                let spec = r.spec();
+                if seen.insert(spec.entry.clone()) {
+                    specs.push(spec);
+                }
+            }
+        }
+    }
+    for job in &plan.gdn_jobs {
+        for &b in &job.buckets {
+            for r in gdn::candidates(job.state, &job.dims, b as usize) {
                 let spec = r.spec();
                 if seen.insert(spec.entry.clone()) {
                     specs.push(spec);
@@ -496,7 +676,7 @@ fn us(v: Option<f64>) -> String {
 /// The table printed at the end of a tuning run: per key, the default and the winner.
 pub fn summary_table(results: &[KeyResult]) -> String {
     let mut s = format!(
-        "{:<44}  {:<10}  {:>9}  {:<10}  {:>9}  {:>7}  {:>6}\n",
+        "{:<44}  {:<16}  {:>9}  {:<16}  {:>9}  {:>7}  {:>6}\n",
         "key", "default", "us", "tuned", "us", "gain", "passed"
     );
     for r in results {
@@ -507,7 +687,7 @@ pub fn summary_table(results: &[KeyResult]) -> String {
             .filter(|c| c.median_us.is_some())
             .count();
         s.push_str(&format!(
-            "{:<44}  {:<10}  {:>9}  {:<10}  {:>9}  {:>7}  {:>6}\n",
+            "{:<44}  {:<16}  {:>9}  {:<16}  {:>9}  {:>7}  {:>6}\n",
             r.key,
             d.split,
             us(d.median_us),
@@ -548,7 +728,7 @@ fn compare_cmd(args: &CompareArgs) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "{:<44}  {:>9}  {:>9}  {:>7}  {:<10}  {:<10}  verdict",
+        "{:<44}  {:>9}  {:>9}  {:>7}  {:<16}  {:<16}  verdict",
         "key", "heur us", "tuned us", "gain", "pick A", "pick B"
     );
     for k in &c.keys {
@@ -561,7 +741,7 @@ fn compare_cmd(args: &CompareArgs) -> Result<(), CliError> {
         };
         let _ = writeln!(
             out,
-            "{:<44}  {:>9}  {:>9}  {:>7}  {:<10}  {:<10}  {}",
+            "{:<44}  {:>9}  {:>9}  {:>7}  {:<16}  {:<16}  {}",
             k.key,
             us(k.default_us_b),
             us(k.pick_a_us_b),
@@ -589,14 +769,42 @@ fn compare_cmd(args: &CompareArgs) -> Result<(), CliError> {
         c.count(Verdict::Disagree),
         c.count(Verdict::Unknown),
     );
+    if c.families.len() > 1 {
+        for f in &c.families {
+            let of = |v: Verdict| {
+                c.keys
+                    .iter()
+                    .filter(|k| k.family == f.family && k.verdict == v)
+                    .count()
+            };
+            let slower = slower.iter().filter(|k| k.family == f.family).count();
+            let _ = writeln!(
+                out,
+                "{}: {} keys; noise {:.2}% (90th percentile of {} relative timings); same winner {}, different within the noise {}, different beyond it {}; slower than the heuristics beyond the noise: {slower}",
+                f.family,
+                f.keys,
+                f.noise * 100.0,
+                f.samples,
+                of(Verdict::Same),
+                of(Verdict::WithinNoise),
+                of(Verdict::Disagree),
+            );
+        }
+    }
+    let noise = match c.families.as_slice() {
+        [one] => format!(
+            "noise {:.2}% (90th percentile of {} relative timings)",
+            one.noise * 100.0,
+            one.samples
+        ),
+        _ => "noise per family as above".to_string(),
+    };
     let _ = writeln!(
         out,
-        "{} keys in both ({} only in A, {} only in B); noise {:.2}% (90th percentile of {} relative timings); same winner {same}, different within the noise {within}, different beyond it {disagree}{}; A's picks slower than the heuristics in B's timings beyond the noise: {}",
+        "{} keys in both ({} only in A, {} only in B); {noise}; same winner {same}, different within the noise {within}, different beyond it {disagree}{}; A's picks slower than the heuristics in B's timings beyond the noise: {}",
         c.keys.len(),
         c.only_a,
         c.only_b,
-        c.noise * 100.0,
-        c.noise_samples,
         if unknown > 0 {
             format!(", without times {unknown}")
         } else {
@@ -687,6 +895,15 @@ fn check_cmd(args: &CheckArgs) -> Result<(), CliError> {
     match resolved.table.origin() {
         Some(_) => {
             println!("uses {}", resolved.table.describe());
+            let by_family: Vec<String> = resolved
+                .table
+                .family_counts()
+                .iter()
+                .map(|(f, n)| format!("{f} {n}"))
+                .collect();
+            if !by_family.is_empty() {
+                println!("routes by family: {}", by_family.join(", "));
+            }
             Ok(())
         }
         None => {
@@ -711,6 +928,27 @@ mod tests {
         assert_eq!(tiles_for(&[1, 3, 4, 5, 8, 1]).unwrap(), vec![1, 4, 8]);
         assert!(tiles_for(&[9]).unwrap_err().message.contains("1 to 8"));
         assert!(tiles_for(&[0]).is_err());
+    }
+
+    #[test]
+    fn families_lanes_and_states_parse() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            families_for(&s(&["linear_exact", "gdn_step"])).unwrap(),
+            (true, true)
+        );
+        assert_eq!(families_for(&s(&["gdn_step"])).unwrap(), (false, true));
+        assert!(families_for(&s(&["attention"]))
+            .unwrap_err()
+            .message
+            .contains("--family"));
+        assert_eq!(lanes_buckets(&[8, 1, 3, 4, 6]).unwrap(), vec![1, 4, 8]);
+        assert!(lanes_buckets(&[0]).is_err() && lanes_buckets(&[65]).is_err());
+        assert_eq!(
+            gdn_states(&s(&["f16", "f32", "f16"])).unwrap(),
+            vec![StateType::F16, StateType::F32]
+        );
+        assert!(gdn_states(&s(&["bf16"])).is_err());
     }
 
     #[test]

@@ -1215,8 +1215,9 @@ impl Backend for CudaBackend {
             );
             return self.gdn_out_norm(w, &o, z, t);
         }
-        let route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
+        let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
             .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
+        crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, t);
         ok(
             "gdn",
             gdn::launch_recurrent(

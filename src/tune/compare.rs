@@ -6,7 +6,9 @@
 //! Times are compared relative to the default of the same run and key, so a uniform drift
 //! between the runs (clocks, temperature) cancels. The noise is the 90th percentile, over
 //! every non-default candidate timed in both runs, of `|ln(rA / rB)|` where `r` is the
-//! candidate's time over the default's (at least 0.5%). A choice is clear in a run when it
+//! candidate's time over the default's (at least 0.5%), estimated per route family (the
+//! families are timed differently: one kernel's launches back to back, or a graph of GDN
+//! steps) and used for that family's keys. A choice is clear in a run when it
 //! would survive that much change in any candidate's relative time: the kept default is
 //! beaten by no challenger's time within the noise of the margin's bound; a challenger that won
 //! beats the bound and every other challenger by more than the noise. A key whose picks
@@ -38,6 +40,9 @@ pub enum Verdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct KeyComparison {
     pub key: String,
+    /// The key's route family, whose noise judges it.
+    pub family: String,
+    pub noise: f64,
     pub default_entry: String,
     pub pick_a: String,
     pub pick_b: String,
@@ -53,11 +58,26 @@ pub struct KeyComparison {
     pub verdict: Verdict,
 }
 
+/// One route family's noise.
+#[derive(Debug, Clone, Serialize)]
+pub struct FamilyNoise {
+    pub family: String,
+    pub noise: f64,
+    /// Candidate pairs it was estimated from.
+    pub samples: usize,
+    /// Keys of the family in both runs.
+    pub keys: usize,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
+    /// The noise over every family's candidates together (each key is judged by its own
+    /// family's, in `families`).
     pub noise: f64,
     /// Candidate pairs the noise was estimated from.
     pub noise_samples: usize,
+    /// Per family, in the order their keys first appear.
+    pub families: Vec<FamilyNoise>,
     pub keys: Vec<KeyComparison>,
     /// Keys in one profile only.
     pub only_a: usize,
@@ -73,7 +93,7 @@ impl Comparison {
     pub fn slower_beyond_noise(&self) -> Vec<&KeyComparison> {
         self.keys
             .iter()
-            .filter(|k| k.gain_b.is_some_and(|g| g < -self.noise))
+            .filter(|k| k.gain_b.is_some_and(|g| g < -k.noise))
             .collect()
     }
 }
@@ -161,27 +181,30 @@ pub fn compare(a: &Profile, b: &Profile, margin: f64) -> Comparison {
         .iter()
         .filter_map(|ra| find(b, &ra.key).map(|rb| (ra.clone(), rb)))
         .collect();
-    let mut ratios: Vec<f64> = Vec::new();
-    for (ra, rb) in &pairs {
-        if let Some((xa, xb)) = relative(ra, rb) {
-            for c in 1..xa.len() {
-                if xa[c].is_finite() && xb[c].is_finite() {
-                    ratios.push((xa[c] / xb[c]).ln().abs());
-                }
-            }
+    let (noise, noise_samples) = noise_of(pairs.iter());
+    let mut families: Vec<FamilyNoise> = Vec::new();
+    for (ra, _) in &pairs {
+        let f = super::family_of(&ra.key);
+        if families.iter().any(|x| x.family == f) {
+            continue;
         }
+        let of_family = pairs.iter().filter(|(r, _)| super::family_of(&r.key) == f);
+        let (noise, samples) = noise_of(of_family.clone());
+        families.push(FamilyNoise {
+            family: f.to_string(),
+            noise,
+            samples,
+            keys: of_family.count(),
+        });
     }
-    let noise_samples = ratios.len();
-    ratios.sort_by(f64::total_cmp);
-    let noise = if ratios.is_empty() {
-        MIN_NOISE
-    } else {
-        let i = ((ratios.len() as f64 * 0.9).ceil() as usize).clamp(1, ratios.len()) - 1;
-        ratios[i].max(MIN_NOISE)
-    };
     let keys = pairs
         .iter()
         .map(|(ra, rb)| {
+            let family = super::family_of(&ra.key);
+            let noise = families
+                .iter()
+                .find(|x| x.family == family)
+                .map_or(noise, |x| x.noise);
             let (ca, cb) = (clarity(ra, margin), clarity(rb, margin));
             let verdict = if ra.entry == rb.entry {
                 Verdict::Same
@@ -203,6 +226,8 @@ pub fn compare(a: &Profile, b: &Profile, margin: f64) -> Comparison {
             let pick_a_us_b = winner_index(ra).and_then(at_b);
             KeyComparison {
                 key: ra.key.clone(),
+                family: family.to_string(),
+                noise,
                 default_entry: ra.default_entry.clone(),
                 pick_a: ra.entry.clone(),
                 pick_b: rb.entry.clone(),
@@ -218,6 +243,7 @@ pub fn compare(a: &Profile, b: &Profile, margin: f64) -> Comparison {
     Comparison {
         noise,
         noise_samples,
+        families,
         keys,
         only_a: a
             .routes
@@ -232,9 +258,36 @@ pub fn compare(a: &Profile, b: &Profile, margin: f64) -> Comparison {
     }
 }
 
+/// The noise over these key pairs (see the module docs) and how many candidate pairs it was
+/// estimated from.
+fn noise_of<'a>(pairs: impl Iterator<Item = &'a (Route, Route)>) -> (f64, usize) {
+    let mut ratios: Vec<f64> = Vec::new();
+    for (ra, rb) in pairs {
+        if let Some((xa, xb)) = relative(ra, rb) {
+            for c in 1..xa.len() {
+                if xa[c].is_finite() && xb[c].is_finite() {
+                    ratios.push((xa[c] / xb[c]).ln().abs());
+                }
+            }
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    let noise = if ratios.is_empty() {
+        MIN_NOISE
+    } else {
+        let i = ((ratios.len() as f64 * 0.9).ceil() as usize).clamp(1, ratios.len()) - 1;
+        ratios[i].max(MIN_NOISE)
+    };
+    (noise, ratios.len())
+}
+
 /// The part of an entry name after its column tile (`..._t1_r4_w4_u2_p` gives
-/// `r4_w4_u2_p`), for tables; the whole name where it has none. Display only.
+/// `r4_w4_u2_p`), or a GDN step entry's tile (`gdn_step_f32_l16e8r2w8vg6_k4` gives
+/// `l16e8r2w8vg6`), for tables; the whole name where it has neither. Display only.
 pub fn split_part(entry: &str) -> &str {
+    if let Some(tile) = super::gdn::short_entry(entry) {
+        return tile;
+    }
     let b = entry.as_bytes();
     let mut i = entry.len();
     while let Some(at) = entry[..i].rfind("_t") {
@@ -266,11 +319,17 @@ mod tests {
     }
 
     /// A route as `ninfer tune` writes it: candidate `i` is entry `e{i}`, 0 the default.
+    /// A key without a family (`k1`) is taken as a `linear_exact` one.
     fn route(key: &str, times: &[f64], margin: f64) -> Route {
         let medians: Vec<Option<f64>> = times.iter().map(|&t| Some(t)).collect();
         let w = crate::tune::choose_winner(0, &medians, margin);
+        let key = if key.contains('/') {
+            key.to_string()
+        } else {
+            format!("linear_exact/{key}")
+        };
         Route {
-            key: key.into(),
+            key,
             entry: format!("e{w}"),
             median_us: times[w],
             default_entry: "e0".into(),
@@ -352,7 +411,7 @@ mod tests {
         let c = compare(&profile(a.clone()), &profile(b), M);
         assert!(c.noise < 0.01, "{}", c.noise);
         assert_eq!(c.count(Verdict::Same), 20);
-        let k1 = c.keys.iter().find(|k| k.key == "k1").unwrap();
+        let k1 = c.keys.iter().find(|k| k.key.ends_with("/k1")).unwrap();
         assert_eq!(k1.verdict, Verdict::Disagree);
         // A's pick (e1) runs at 80 in B against a default of 100: still faster.
         assert!((k1.gain_b.unwrap() - 0.2).abs() < 1e-9);
@@ -361,6 +420,44 @@ mod tests {
         b.push(route("k1", &[50.0, 80.0, 100.0], M));
         let c = compare(&profile(a), &profile(b), M);
         assert_eq!(c.slower_beyond_noise().len(), 1);
+    }
+
+    #[test]
+    fn each_family_is_judged_by_its_own_noise() {
+        // The linear keys agree to 1%; the GDN keys' relative times move by 10% between
+        // runs. A GDN key whose picks differ by 8% is within the GDN noise, not a
+        // disagreement; the linear noise stays at its own level.
+        let mut a = steady(0);
+        let mut b = steady(1);
+        for i in 0..10 {
+            let key = format!("gdn_step/f32/hk16/hv48/t{}/n128/k{}", 1, 128 + i);
+            a.push(route(&key, &[100.0, 130.0], M));
+            b.push(route(&key, &[100.0, 143.0], M));
+        }
+        a.push(route(
+            "gdn_step/f32/hk16/hv48/t8/n128/k128",
+            &[100.0, 80.0, 87.0],
+            M,
+        ));
+        b.push(route(
+            "gdn_step/f32/hk16/hv48/t8/n128/k128",
+            &[100.0, 87.0, 80.0],
+            M,
+        ));
+        let c = compare(&profile(a), &profile(b), M);
+        let fam: Vec<(&str, usize)> = c
+            .families
+            .iter()
+            .map(|f| (f.family.as_str(), f.keys))
+            .collect();
+        assert_eq!(fam, [("linear_exact", 20), ("gdn_step", 11)]);
+        assert!(c.families[0].noise < 0.01, "{}", c.families[0].noise);
+        assert!(c.families[1].noise > 0.08, "{}", c.families[1].noise);
+        assert_eq!(c.count(Verdict::Same), 30);
+        let k = c.keys.iter().find(|k| k.key.contains("/t8/")).unwrap();
+        assert_eq!(k.verdict, Verdict::WithinNoise);
+        assert_eq!(k.family, "gdn_step");
+        assert!(c.slower_beyond_noise().is_empty());
     }
 
     #[test]
@@ -390,5 +487,9 @@ mod tests {
         );
         assert_eq!(split_part("x_tail_t12_y"), "y");
         assert_eq!(split_part("no_tile"), "no_tile");
+        assert_eq!(
+            split_part("gdn_step_f16_l16e8r2w8vm3g4s4_k4"),
+            "l16e8r2w8vm3g4s4"
+        );
     }
 }

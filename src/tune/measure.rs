@@ -1,4 +1,4 @@
-//! Timing the candidates of one route family on the device (DESIGN.md section 5): each
+//! Timing the candidates of the `linear_exact` route family on the device (DESIGN.md section 5): each
 //! candidate is first qualified at the key's shape against the f64 host reference (outputs
 //! poisoned, fresh random inputs); one that fails, or cannot be built or launched, counts as
 //! infinitely slow. The others are timed with CUDA events, launched exactly as the engine
@@ -57,9 +57,14 @@ pub struct CandidateTiming {
 /// The outcome at one key.
 #[derive(Debug, Clone, Serialize)]
 pub struct KeyResult {
+    /// The route family (`linear_exact`, `gdn_step`).
+    pub family: &'static str,
     pub key: String,
+    /// `linear_exact`: the weight format; `gdn_step`: the state type (`f32`, `f16`).
     pub format: String,
+    /// `linear_exact`: the column tile; `gdn_step`: the lanes bucket.
     pub tt: u32,
+    /// `linear_exact`: the weight's N and K; `gdn_step`: dv and dk (HK and HV are in the key).
     pub n: usize,
     pub k: usize,
     /// Candidate index of the heuristics' choice.
@@ -178,6 +183,7 @@ pub fn tune_exact(
         let medians: Vec<Option<f64>> = timings.iter().map(|c| c.median_us).collect();
         let winner = choose_winner(0, &medians, opts.margin);
         out.push(KeyResult {
+            family: exact::FAMILY,
             key,
             format: format.name.clone(),
             tt,
@@ -324,6 +330,7 @@ mod tests {
 
     fn result(times: &[Option<f64>], winner: usize) -> KeyResult {
         KeyResult {
+            family: exact::FAMILY,
             key: "linear_exact/q4_g64/t1/n576/k576".into(),
             format: "q4_g64".into(),
             tt: 1,

@@ -1,6 +1,7 @@
 //! Route selection per device (DESIGN.md section 5): the device fingerprint that profiles are
 //! keyed by, the shape buckets routes are keyed by, the profile file that maps one to the
-//! other, the route families and their candidates ([`exact`]), the tuner that times them
+//! other, the route families and their candidates ([`exact`]: the linear layers' GEMV splits;
+//! [`gdn`]: the GDN decode step's tiles), the tuner that times them
 //! ([`measure`]) on the shapes of a model ([`shapes`]), and the route table the engine runs
 //! with ([`routes`]).
 
@@ -8,7 +9,9 @@ pub mod bucket;
 pub mod compare;
 pub mod exact;
 pub mod fingerprint;
+pub mod gdn;
 pub mod measure;
+pub mod measure_gdn;
 pub mod profile;
 pub mod routes;
 pub mod shapes;
@@ -17,3 +20,8 @@ pub use bucket::{t_bucket, ShapeKey};
 pub use fingerprint::Fingerprint;
 pub use profile::{choose_winner, select, select_in, Profile, ProfileChoice, ProfileError, Route};
 pub use routes::{resolve, search_dirs, ProfileRequest, Resolved, RouteTable};
+
+/// The family of a route key: its op's first part (`linear_exact`, `gdn_step`).
+pub fn family_of(key: &str) -> &str {
+    key.split('/').next().unwrap_or(key)
+}

@@ -11,11 +11,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::formats::Format;
+use crate::ops::gdn::{GdnDims, StateType, Tile};
 use crate::ops::linear_exact::ExactKernel;
 
-use super::bucket::ShapeKey;
+use super::bucket::{t_bucket, ShapeKey};
 use super::exact;
 use super::fingerprint::Fingerprint;
+use super::gdn;
 use super::profile::{select_in, Profile, ProfileChoice};
 
 /// Where the routes come from, as the command line asks.
@@ -33,10 +35,14 @@ pub enum ProfileRequest {
 /// `(format name, column tile, N, K)`.
 type ExactKey = (&'static str, u32, usize, usize);
 
+/// `(state type, lanes bucket, HK, HV, dk, dv)`.
+type GdnKey = (StateType, u32, usize, usize, usize, usize);
+
 /// The routes a profile chose, by family, keyed for a lookup without allocation.
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     exact: HashMap<ExactKey, ExactKernel>,
+    gdn: HashMap<GdnKey, Tile>,
     /// The profile they came from (`None`: the heuristics).
     origin: Option<PathBuf>,
     /// Routes of the profile this build did not take.
@@ -63,6 +69,17 @@ impl RouteTable {
                 unknown_family += 1; // `Profile::parse` already refuses these
                 continue;
             };
+            if super::family_of(&r.key) == gdn::FAMILY {
+                match gdn::tile_for(&key, &r.entry) {
+                    Some((state, d, bucket, tile)) => {
+                        table
+                            .gdn
+                            .insert((state, bucket, d.hk, d.hv, d.dk, d.dv), tile);
+                    }
+                    None => unmatched.push(format!("{} -> {}", r.key, r.entry)),
+                }
+                continue;
+            }
             if !key.op.starts_with(exact::FAMILY) {
                 unknown_family += 1;
                 continue;
@@ -109,9 +126,31 @@ impl RouteTable {
         self.exact.get(&(format.name.as_str(), tt, n, k)).copied()
     }
 
+    /// The GDN decode step's tile for `state` at `d` with `lanes` lanes, where the profile
+    /// chose one.
+    pub fn gdn(&self, state: StateType, d: &GdnDims, lanes: usize) -> Option<Tile> {
+        if self.gdn.is_empty() || lanes == 0 {
+            return None;
+        }
+        self.gdn
+            .get(&(state, t_bucket(lanes), d.hk, d.hv, d.dk, d.dv))
+            .copied()
+    }
+
     /// Routes in the table.
     pub fn len(&self) -> usize {
-        self.exact.len()
+        self.exact.len() + self.gdn.len()
+    }
+
+    /// Routes in the table per family, in a fixed order (families without routes left out).
+    pub fn family_counts(&self) -> Vec<(&'static str, usize)> {
+        [
+            (exact::FAMILY, self.exact.len()),
+            (gdn::FAMILY, self.gdn.len()),
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+        .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -332,6 +371,71 @@ mod tests {
             t.describe()
         );
         assert_eq!(RouteTable::heuristics().describe(), "built-in heuristics");
+    }
+
+    #[test]
+    fn gdn_routes_resolve_to_registered_tiles_only() {
+        use crate::ops::gdn::{Mode, RecurrentRoute, QWEN36_27B, QWEN36_35B_A3B};
+        let c8 = gdn::candidates(StateType::F32, &QWEN36_27B, 8);
+        let c1 = gdn::candidates(StateType::F16, &QWEN36_35B_A3B, 1);
+        let mut p = Profile::new(&fp("t"));
+        let k8 = gdn::key(StateType::F32, &QWEN36_27B, 8).to_string();
+        p.set_route(route(&k8, &c8[2].spec().entry));
+        let k1 = gdn::key(StateType::F16, &QWEN36_35B_A3B, 1).to_string();
+        p.set_route(route(&k1, &c1[0].spec().entry));
+        // A tile that is no longer registered (bench/gdn run 5 dropped g12s6), and another
+        // state type's entry: never trusted.
+        let k4 = gdn::key(StateType::F32, &QWEN36_27B, 4).to_string();
+        p.set_route(route(&k4, "gdn_step_f32_l16e8r2w8vg12s6_k4"));
+        let k2 = gdn::key(StateType::F32, &QWEN36_27B, 2).to_string();
+        p.set_route(route(&k2, &c1[1].spec().entry));
+        let (t, notice) = RouteTable::from_profile(&p, Path::new("g.toml"));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.family_counts(), vec![(gdn::FAMILY, 2)]);
+        assert_eq!(t.gdn(StateType::F32, &QWEN36_27B, 8), Some(c8[2].tile));
+        assert_eq!(
+            t.gdn(StateType::F32, &QWEN36_27B, 5),
+            Some(c8[2].tile),
+            "bucket 5-8"
+        );
+        assert_eq!(t.gdn(StateType::F32, &QWEN36_27B, 4), None, "retired tile");
+        assert_eq!(t.gdn(StateType::F32, &QWEN36_27B, 2), None, "f16 entry");
+        assert_eq!(
+            t.gdn(StateType::F16, &QWEN36_27B, 8),
+            None,
+            "per state type"
+        );
+        assert_eq!(t.gdn(StateType::F32, &QWEN36_35B_A3B, 8), None, "per dims");
+        assert_eq!(t.gdn(StateType::F16, &QWEN36_35B_A3B, 1), Some(c1[0].tile));
+        let notice = notice.unwrap();
+        assert!(
+            notice.contains("2 routes name a kernel this build does not offer"),
+            "{notice}"
+        );
+        assert!(notice.contains("g12s6"), "{notice}");
+
+        // The engine's step route takes the tuned tile at T = 1 only.
+        let d = QWEN36_27B;
+        let base = RecurrentRoute::choose(Mode::Step, StateType::F32, &d).unwrap();
+        let mut r = base;
+        gdn::apply(&t, &mut r, &d, 8, 1);
+        assert_eq!(r.tile, c8[2].tile);
+        assert_eq!((r.mode, r.state, r.kc), (base.mode, base.state, base.kc));
+        let mut r = base;
+        gdn::apply(&t, &mut r, &d, 8, 2);
+        assert_eq!(r, base, "several tokens per lane keep the heuristics");
+        let mut r = base;
+        gdn::apply(&t, &mut r, &d, 1, 1);
+        assert_eq!(r, base, "no route for one lane");
+        let mut r = RecurrentRoute {
+            tile: c8[3].tile,
+            ..base
+        };
+        gdn::apply(&t, &mut r, &d, 8, 1);
+        assert_eq!(r.tile, c8[3].tile, "a route the caller chose is left alone");
+        let mut r = base;
+        gdn::apply(&RouteTable::heuristics(), &mut r, &d, 8, 1);
+        assert_eq!(r, base);
     }
 
     #[test]

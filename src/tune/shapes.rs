@@ -1,5 +1,6 @@
 //! The weight shapes `(N, K)` of a model's linear layers, read from its tensor list (shapes
-//! only: no weight is read or made), for `ninfer tune` to time the routes at.
+//! only: no weight is read or made), and the dims of its GDN layers, read from its config,
+//! for `ninfer tune` to time the routes at.
 //!
 //! Every 2-D tensor but the norms and the embedding table is a linear layer; the embedding
 //! table is the head where the model has no head of its own (tied). Fused tensors are cut as
@@ -12,6 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::model::ModelFiles;
+use crate::ops::gdn::GdnDims;
 
 /// Projections of one input that an architecture may hold stacked by rows (the suffixes of
 /// the tensor names after a shared prefix).
@@ -46,6 +48,24 @@ pub fn linear_shapes(files: &ModelFiles) -> Vec<(usize, usize)> {
         .filter_map(|n| w.tensor_meta(n).map(|(s, _)| (n, s)))
         .collect();
     shapes_of(&meta, files.config.gdn.as_ref())
+}
+
+/// The dims of the model's Gated DeltaNet layers (every GDN layer of a model has the same;
+/// none for a model without them), for the `gdn_step` family.
+pub fn gdn_dims(files: &ModelFiles) -> Vec<GdnDims> {
+    files
+        .config
+        .gdn
+        .as_ref()
+        .map(|g| GdnDims {
+            hk: g.num_key_heads,
+            hv: g.num_value_heads,
+            dk: g.key_head_dim,
+            dv: g.value_head_dim,
+            kc: g.conv_kernel_dim,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// [`linear_shapes`] over a name -> shape map.
@@ -153,6 +173,17 @@ mod tests {
             s.contains(&(16384, 5120)) && s.contains(&(16480, 5120)),
             "{s:?}"
         );
+    }
+
+    #[test]
+    fn gdn_dims_come_from_the_config() {
+        let dims = |name: &str| gdn_dims(&open_model(&ModelLocation::synthetic(name, 0)).unwrap());
+        assert_eq!(dims("qwen3.6-27b"), vec![crate::ops::gdn::QWEN36_27B]);
+        assert_eq!(
+            dims("qwen3.6-35b-a3b"),
+            vec![crate::ops::gdn::QWEN36_35B_A3B]
+        );
+        assert!(dims("smollm2-135m").is_empty(), "no GDN layers, no keys");
     }
 
     #[test]

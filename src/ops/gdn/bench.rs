@@ -47,7 +47,8 @@ pub fn prefill_flops(d: &GdnDims, t: usize) -> f64 {
     per_chunk * (t as f64 / c) * d.hv as f64
 }
 
-fn random_state(
+/// `lanes` lanes of random state (uniform in +-0.3) and conv state, seeded.
+pub fn random_state(
     gpu: &Gpu,
     d: &GdnDims,
     ty: StateType,
@@ -70,7 +71,8 @@ fn random_state(
     })
 }
 
-fn random_f32(gpu: &Gpu, n: usize, seed: u64) -> Result<CudaSlice<f32>, GpuError> {
+/// `n` random f32 in +-2, seeded.
+pub fn random_f32(gpu: &Gpu, n: usize, seed: u64) -> Result<CudaSlice<f32>, GpuError> {
     use rand::Rng;
     let mut rng = StdRng::seed_from_u64(seed);
     let v: Vec<f32> = (0..n).map(|_| rng.random_range(-2.0..2.0)).collect();

@@ -23,7 +23,7 @@ mod qualify;
 pub mod reference;
 
 pub use bench::bench;
-pub use qualify::{qualify, qualify_prefill};
+pub use qualify::{check_step_route, qualify, qualify_prefill};
 
 use cudarc::driver::{DevicePtr, DeviceRepr, ValidAsZeroBits};
 use serde::Serialize;

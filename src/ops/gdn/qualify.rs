@@ -265,6 +265,25 @@ fn check_step(
     Ok(())
 }
 
+/// One step route's checks (as [`qualify`] runs them) at `d` with `lanes` lanes of `t`
+/// tokens: fresh random inputs and realistic parameters, outputs poisoned, o, the output
+/// norm, the state, the conv state and the group counters against the f64 reference. For
+/// `ninfer tune`, which times only candidates that pass.
+pub fn check_step_route(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    d: &GdnDims,
+    lanes: usize,
+    t: usize,
+    rng: &mut impl Rng,
+) -> Result<Vec<Outcome>, GpuError> {
+    let p = realistic_params(d, rng);
+    let c = Case::new(*d, &p, lanes, t, route.state, rng);
+    let mut outcomes = Vec::new();
+    check_step(gpu, route, &c, "tune", &mut outcomes)?;
+    Ok(outcomes)
+}
+
 /// Record over T columns and replay of n = lane (0..=T) columns, against the direct path
 /// run token by token (t = 1 launches of the step route with the same tile): exact for f32
 /// storage; against the reference within the storage's allowance for f16.
