@@ -198,7 +198,8 @@ pub const RING_TT: [u32; 3] = [1, 2, 4];
 
 /// The ring kernel's splits per format width and column tile, the default first (all
 /// instantiated with both epilogues and the prologues, qualified, timed by the benchmark).
-/// 8-bit stages are twice the bytes, hence fewer warps or rows for the same ring.
+/// 8-bit stages are twice the bytes, hence fewer warps or rows for the same ring. The T = 1
+/// defaults are the splits that won most of the 27B shapes in bench/kernels/v6/run1.
 pub fn ring_tiles(bits: u32, tt: u32) -> &'static [RingTile] {
     const fn rt(rows: u32, warps: u32, stages: u32) -> RingTile {
         RingTile {
@@ -207,9 +208,9 @@ pub fn ring_tiles(bits: u32, tt: u32) -> &'static [RingTile] {
             stages,
         }
     }
-    const Q4_T1: [RingTile; 3] = [rt(4, 16, 3), rt(8, 16, 2), rt(4, 8, 4)];
+    const Q4_T1: [RingTile; 4] = [rt(8, 16, 2), rt(4, 16, 3), rt(4, 8, 4), rt(4, 16, 4)];
     const Q4_TN: [RingTile; 1] = [rt(4, 16, 3)];
-    const Q8_T1: [RingTile; 2] = [rt(4, 8, 3), rt(2, 16, 3)];
+    const Q8_T1: [RingTile; 3] = [rt(2, 16, 3), rt(4, 8, 3), rt(2, 16, 4)];
     const Q8_TN: [RingTile; 1] = [rt(4, 8, 3)];
     match (bits, tt) {
         (4, 1) => &Q4_T1,
@@ -678,9 +679,52 @@ fn ring_geometry(
 ) -> Result<Option<(u32, i32, usize)>, GpuError> {
     let (n, k) = (w.layout.n, w.layout.k);
     let tt = route.tt as usize;
+    // Settled once per loaded function and shape: the attribute calls and occupancy
+    // queries below cost the host microseconds per launch otherwise.
+    type Key = (usize, usize, usize, bool, Option<u32>, Option<u32>);
+    type Cache = HashMap<Key, Option<(u32, i32, usize)>>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let aligned = q.is_multiple_of(16) && s.is_multiple_of(16);
+    let key: Key = (
+        f.cu_function() as usize,
+        n,
+        k,
+        aligned,
+        over.max_grid,
+        over.ks,
+    );
+    if let Some(&hit) = CACHE
+        .lock()
+        .expect("ring geometry cache")
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+    {
+        return Ok(hit);
+    }
+    let got = ring_geometry_uncached(gpu, f, route, entry, tile, w, aligned, over)?;
+    CACHE
+        .lock()
+        .expect("ring geometry cache")
+        .get_or_insert_with(HashMap::new)
+        .insert(key, got);
+    Ok(got)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ring_geometry_uncached(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    route: &ExactRoute,
+    entry: &str,
+    tile: RingTile,
+    w: &DeviceWeight,
+    aligned: bool,
+    over: Override,
+) -> Result<Option<(u32, i32, usize)>, GpuError> {
+    let (n, k) = (w.layout.n, w.layout.k);
+    let tt = route.tt as usize;
     if !k.is_multiple_of(1024)
-        || !q.is_multiple_of(16)
-        || !s.is_multiple_of(16)
+        || !aligned
         || !w.layout.q_row_bytes.is_multiple_of(16)
         || !w.layout.s_row_bytes.is_multiple_of(16)
     {
