@@ -678,7 +678,6 @@ fn ring_geometry(
     over: Override,
 ) -> Result<Option<(u32, i32, usize)>, GpuError> {
     let (n, k) = (w.layout.n, w.layout.k);
-    let tt = route.tt as usize;
     // Settled once per loaded function and shape: the attribute calls and occupancy
     // queries below cost the host microseconds per launch otherwise.
     type Key = (usize, usize, usize, bool, Option<u32>, Option<u32>);
@@ -740,14 +739,22 @@ fn ring_geometry_uncached(
     let sms = gpu.props().sm_count as usize;
     let threads = tile.warps * 32;
     // About as many blocks as fit at once; the slices' sums (rows per block x slices) add
-    // to the shared memory, so settle the grid in a few rounds.
+    // to the shared memory, so settle the grid in a few rounds. The function's opt-in
+    // only ever grows: geometry cached for another shape must stay launchable.
+    static GRANTED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
     let grant = |bytes: usize| -> Result<(), GpuError> {
-        if bytes > STREAM_SMEM {
+        let mut granted = GRANTED.lock().expect("granted shared memory");
+        let now = granted
+            .get_or_insert_with(HashMap::new)
+            .entry(f.cu_function() as usize)
+            .or_insert(STREAM_SMEM);
+        if bytes > *now {
             f.set_attribute(
                 cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 bytes as i32,
             )
             .map_err(|e| GpuError::driver(format!("shared memory of {entry}"), e))?;
+            *now = bytes;
         }
         Ok(())
     };
