@@ -4,16 +4,22 @@
 //! activations would hide a real bug inside their own 1e-2 noise). Larger T is tiled over
 //! launches of `tt` columns.
 //!
-//! Two kernels:
+//! Three kernels:
+//! - `ring` (`templates/linear/gemv_ring.cu`): 4- and 8-bit codes (q4_g64, q8_g32) at
+//!   T <= 4 with K a multiple of 1024: weights through a per-warp cp.async ring in shared
+//!   memory, codes used as subnormal floats (no conversion arithmetic), rows balanced per
+//!   block. [`ExactRoute::choose`] takes it for those formats at T <= 4; a launch on a
+//!   shape it does not take runs the stream kernel's default split instead.
 //! - `stream` (`templates/linear/gemv_stream.cu`): the bandwidth-first GEMV for the
 //!   symmetric integer formats whose groups are whole 32-weight chunks (q4_g64, q5_g64,
 //!   q6_g64, q8_g32): 16-byte streamed weight loads issued ahead of use, codes converted by
 //!   the magic-number trick (no int-to-float unit), activations read once per lane for
-//!   several rows. [`ExactRoute::choose`] takes it wherever the format allows.
+//!   several rows. [`ExactRoute::choose`] takes it wherever the format allows and the ring
+//!   kernel does not.
 //! - `gemv` (`templates/linear/gemv.cu` with `act = "f32"`): every other format (dense,
 //!   row-scaled, affine). Dense formats take any K; the others need whole groups.
 //!
-//! Prologues (stream kernel only): the op before the GEMV applied while the activations are
+//! Prologues (stream and ring kernels): the op before the GEMV applied while the activations are
 //! staged, so that it needs no launch of its own: RMSNorm (both weight conventions) and
 //! SwiGLU of a gate_up matrix. See [`Prologue`], [`ExactRoute::choose_with`],
 //! [`launch_with`].
