@@ -19,10 +19,10 @@
 //! - `gemv` (`templates/linear/gemv.cu` with `act = "f32"`): every other format (dense,
 //!   row-scaled, affine). Dense formats take any K; the others need whole groups.
 //!
-//! Prologues (stream and ring kernels): the op before the GEMV applied while the activations are
-//! staged, so that it needs no launch of its own: RMSNorm (both weight conventions) and
-//! SwiGLU of a gate_up matrix. See [`Prologue`], [`ExactRoute::choose_with`],
-//! [`launch_with`].
+//! Prologues (stream and ring kernels): the op before the GEMV applied while the
+//! activations are staged, so that it needs no launch of its own: RMSNorm (both weight
+//! conventions) and SwiGLU of a gate_up matrix. See [`Prologue`],
+//! [`ExactRoute::choose_with`], [`launch_with`].
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
