@@ -4,19 +4,25 @@
 //! activations would hide a real bug inside their own 1e-2 noise). Larger T is tiled over
 //! launches of `tt` columns.
 //!
-//! Two kernels:
+//! Three kernels:
+//! - `ring` (`templates/linear/gemv_ring.cu`): 4- and 8-bit codes (q4_g64, q8_g32) at
+//!   T <= 4 with K a multiple of 1024: weights through a per-warp cp.async ring in shared
+//!   memory, codes used as subnormal floats (no conversion arithmetic), rows balanced per
+//!   block. [`ExactRoute::choose`] takes it for those formats at T <= 4; a launch on a
+//!   shape it does not take runs the stream kernel's default split instead.
 //! - `stream` (`templates/linear/gemv_stream.cu`): the bandwidth-first GEMV for the
 //!   symmetric integer formats whose groups are whole 32-weight chunks (q4_g64, q5_g64,
 //!   q6_g64, q8_g32): 16-byte streamed weight loads issued ahead of use, codes converted by
 //!   the magic-number trick (no int-to-float unit), activations read once per lane for
-//!   several rows. [`ExactRoute::choose`] takes it wherever the format allows.
+//!   several rows. [`ExactRoute::choose`] takes it wherever the format allows and the ring
+//!   kernel does not.
 //! - `gemv` (`templates/linear/gemv.cu` with `act = "f32"`): every other format (dense,
 //!   row-scaled, affine). Dense formats take any K; the others need whole groups.
 //!
-//! Prologues (stream kernel only): the op before the GEMV applied while the activations are
-//! staged, so that it needs no launch of its own: RMSNorm (both weight conventions) and
-//! SwiGLU of a gate_up matrix. See [`Prologue`], [`ExactRoute::choose_with`],
-//! [`launch_with`].
+//! Prologues (stream and ring kernels): the op before the GEMV applied while the
+//! activations are staged, so that it needs no launch of its own: RMSNorm (both weight
+//! conventions) and SwiGLU of a gate_up matrix. See [`Prologue`],
+//! [`ExactRoute::choose_with`], [`launch_with`].
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -52,6 +58,16 @@ pub struct StreamTile {
     pub warps: u32,
     pub unroll: u32,
     pub persistent: bool,
+}
+
+/// The ring kernel's split (`templates/linear/gemv_ring.cu`): `rows` output rows per pass
+/// of a warp, `warps` per block, `stages` ring slots per warp (`stages - 1` stages of
+/// weights in flight per warp while one is computed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RingTile {
+    pub rows: u32,
+    pub warps: u32,
+    pub stages: u32,
 }
 
 /// What the stream kernel computes on the activations as it stages them (the kind; the
@@ -127,6 +143,9 @@ pub enum ExactKernel {
     Gemv,
     /// `linear/gemv_stream.cu`.
     Stream(StreamTile),
+    /// `linear/gemv_ring.cu`: 4- and 8-bit codes, K a multiple of 1024, up to 4 columns;
+    /// other shapes launch the stream kernel's default split instead (see [`launch_with`]).
+    Ring(RingTile),
 }
 
 /// One instantiation.
@@ -137,7 +156,7 @@ pub struct ExactRoute {
     /// `None` or `Residual` (`Y = X W^T + R`, R may be Y itself).
     pub epilogue: Epilogue,
     pub kernel: ExactKernel,
-    /// Stream kernel only; [`PrologueKind::None`] for the generic one.
+    /// Stream and ring kernels only; [`PrologueKind::None`] for the generic one.
     pub prologue: PrologueKind,
 }
 
@@ -180,6 +199,71 @@ pub fn stream_tile(tt: u32) -> StreamTile {
     stream_tiles(tt)[0]
 }
 
+/// Column tiles of the ring kernel.
+pub const RING_TT: [u32; 3] = [1, 2, 4];
+
+/// The ring kernel's splits per format width and column tile, the default first (all
+/// instantiated with both epilogues and the prologues, qualified, timed by the benchmark).
+/// 8-bit stages are twice the bytes, hence fewer warps or rows for the same ring. The T = 1
+/// defaults are the splits that won most of the 27B shapes in bench/kernels/v6/run1.
+pub fn ring_tiles(bits: u32, tt: u32) -> &'static [RingTile] {
+    const fn rt(rows: u32, warps: u32, stages: u32) -> RingTile {
+        RingTile {
+            rows,
+            warps,
+            stages,
+        }
+    }
+    const Q4_T1: [RingTile; 4] = [rt(8, 16, 2), rt(4, 16, 3), rt(4, 8, 4), rt(4, 16, 4)];
+    const Q4_TN: [RingTile; 1] = [rt(4, 16, 3)];
+    const Q8_T1: [RingTile; 3] = [rt(2, 16, 3), rt(4, 8, 3), rt(2, 16, 4)];
+    const Q8_TN: [RingTile; 1] = [rt(4, 8, 3)];
+    match (bits, tt) {
+        (4, 1) => &Q4_T1,
+        (4, _) => &Q4_TN,
+        (_, 1) => &Q8_T1,
+        _ => &Q8_TN,
+    }
+}
+
+/// The ring kernel's default split.
+pub fn ring_tile(bits: u32, tt: u32) -> RingTile {
+    ring_tiles(bits, tt)[0]
+}
+
+/// Whether the ring kernel takes this format: 4- or 8-bit symmetric integers with f16
+/// scales in groups of 32, 64 or 128 (so one row's scales of 32 chunks are whole 16-byte
+/// copies).
+pub fn ring_supports(format: &Format) -> bool {
+    format.kind == FormatKind::SymInt
+        && (format.bits == 4 || format.bits == 8)
+        && [32, 64, 128].contains(&format.group)
+        && format.scale == crate::formats::registry::ScaleType::F16
+}
+
+/// Bytes of one ring stage: `rows` rows of 32 chunks and their scales.
+fn ring_stage_bytes(format: &Format, rows: u32) -> usize {
+    let chunk = format.bits as usize * 4;
+    let scales = 32 / (format.group / 32) * 2;
+    rows as usize * (32 * chunk + scales)
+}
+
+/// K-slices per row stream for the ring kernel: the split whose busiest warp streams the
+/// fewest bytes (rows x rounds) and computes the fewest passes, fewer slices on a tie.
+fn ring_ks(n: usize, rounds: usize, grid: usize, tile: RingTile) -> u32 {
+    let rows = tile.rows as usize;
+    let mut best = (usize::MAX, 1);
+    for ks in 1..=rounds.min(tile.warps as usize) {
+        let streams = grid * (tile.warps as usize / ks);
+        let per = n.div_ceil(streams.max(1));
+        let cost = rounds.div_ceil(ks) * (per + per.div_ceil(rows) * rows);
+        if cost < best.0 {
+            best = (cost, ks);
+        }
+    }
+    best.1 as u32
+}
+
 /// Shared memory the stream kernel may take for its staged activations (no opt-in needed).
 pub const STREAM_SMEM: usize = 48 * 1024;
 /// Shared memory a persistent stream launch may take to stage a whole activation row once
@@ -219,6 +303,14 @@ pub fn stream_supports(format: &Format) -> bool {
         && format.group.is_multiple_of(32)
 }
 
+/// Whether [`ExactRoute::choose`] takes the ring kernel: yes unless the environment sets
+/// `NINFER_EXACT_RING=0` (an A/B switch for whole-model benchmarks in one run).
+pub fn ring_enabled() -> bool {
+    use std::sync::OnceLock;
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("NINFER_EXACT_RING").map_or(true, |v| v != "0"))
+}
+
 impl ExactRoute {
     pub fn spec(&self) -> KernelSpec {
         let e = match self.epilogue {
@@ -228,9 +320,13 @@ impl ExactRoute {
         };
         let f = &self.format.name;
         assert!(
-            self.prologue == PrologueKind::None || matches!(self.kernel, ExactKernel::Stream(_)),
-            "only the stream kernel has prologues"
+            self.prologue == PrologueKind::None || self.kernel != ExactKernel::Gemv,
+            "only the stream and ring kernels have prologues"
         );
+        let pro = match self.prologue {
+            PrologueKind::None => String::new(),
+            k => format!("_{}", k.param()),
+        };
         match self.kernel {
             ExactKernel::Gemv => KernelSpec::new(
                 "linear_exact",
@@ -246,10 +342,6 @@ impl ExactRoute {
                 persistent,
             }) => {
                 let p = if persistent { "_p" } else { "" };
-                let pro = match self.prologue {
-                    PrologueKind::None => String::new(),
-                    k => format!("_{}", k.param()),
-                };
                 KernelSpec::new(
                     "linear_exact",
                     "linear/gemv_stream.cu",
@@ -263,6 +355,22 @@ impl ExactRoute {
                 .param("unroll", unroll)
                 .param("prologue", self.prologue.param())
             }
+            ExactKernel::Ring(RingTile {
+                rows,
+                warps,
+                stages,
+            }) => KernelSpec::new(
+                "linear_exact",
+                "linear/gemv_ring.cu",
+                format!(
+                    "linear_exact_ring_{f}_{e}_t{}_r{rows}_w{warps}_s{stages}{pro}",
+                    self.tt
+                ),
+            )
+            .param("rows", rows)
+            .param("warps", warps)
+            .param("stages", stages)
+            .param("prologue", self.prologue.param()),
         }
         .param("format", f)
         .param("tt", self.tt)
@@ -292,11 +400,16 @@ impl ExactRoute {
                 return None;
             }
             let tt = (t.clamp(1, 8) as u32).next_power_of_two();
+            let kernel = if ring_supports(format) && RING_TT.contains(&tt) && ring_enabled() {
+                ExactKernel::Ring(ring_tile(format.bits, tt))
+            } else {
+                ExactKernel::Stream(stream_tile(tt))
+            };
             return Some(ExactRoute {
                 format,
                 tt,
                 epilogue,
-                kernel: ExactKernel::Stream(stream_tile(tt)),
+                kernel,
                 prologue,
             });
         }
@@ -309,11 +422,12 @@ impl ExactRoute {
         })
     }
 
-    /// Rows one block covers.
+    /// Rows one block covers (generic kernel).
     fn rows_per_block(&self) -> usize {
         match self.kernel {
             ExactKernel::Gemv => WARPS as usize,
             ExactKernel::Stream(st) => (st.rows * st.warps) as usize,
+            ExactKernel::Ring(rt) => (rt.rows * rt.warps) as usize,
         }
     }
 
@@ -321,6 +435,16 @@ impl ExactRoute {
         match self.kernel {
             ExactKernel::Gemv => WARPS * 32,
             ExactKernel::Stream(st) => st.warps * 32,
+            ExactKernel::Ring(rt) => rt.warps * 32,
+        }
+    }
+
+    /// The stream kernel's default route with this route's format, tile, epilogue and
+    /// prologue (what a ring route runs on shapes the ring kernel does not take).
+    fn stream_fallback(&self) -> Self {
+        ExactRoute {
+            kernel: ExactKernel::Stream(stream_tile(self.tt)),
+            ..self.clone()
         }
     }
 }
@@ -341,6 +465,37 @@ fn all_routes() -> Vec<ExactRoute> {
         }
     }
     v.extend(stream_routes());
+    v.extend(ring_routes());
+    v
+}
+
+/// The ring kernel's routes: every format it takes, every column tile and split, both
+/// epilogues and the fused prologues ([`PrologueKind::FUSED`]).
+fn ring_routes() -> Vec<ExactRoute> {
+    let mut v = Vec::new();
+    for format in crate::formats::registry()
+        .iter()
+        .filter(|f| ring_supports(f))
+    {
+        for tt in RING_TT {
+            for &tile in ring_tiles(format.bits, tt) {
+                let mut kinds = vec![
+                    (PrologueKind::None, Epilogue::None),
+                    (PrologueKind::None, Epilogue::Residual),
+                ];
+                kinds.extend(PrologueKind::FUSED);
+                for (prologue, epilogue) in kinds {
+                    v.push(ExactRoute {
+                        format,
+                        tt,
+                        epilogue,
+                        kernel: ExactKernel::Ring(tile),
+                        prologue,
+                    });
+                }
+            }
+        }
+    }
     v
 }
 
@@ -435,6 +590,8 @@ pub fn launch_with(
 struct Override {
     smem_budget: Option<usize>,
     max_grid: Option<u32>,
+    /// Ring kernel: K-slices per row stream instead of [`ring_ks`]'s choice.
+    ks: Option<u32>,
 }
 
 /// Blocks of `f` resident per SM with `smem` dynamic shared bytes, per device and entry.
@@ -512,6 +669,134 @@ fn stream_geometry(
     Ok((groups.div_ceil(waves.max(1)) as u32, slab, smem))
 }
 
+/// The ring kernel's geometry for one launch: (grid, K-slices, shared bytes), or `None`
+/// where it does not take the shape (K not a multiple of 1024, planes not 16-byte aligned,
+/// or more shared memory than the device grants a block).
+#[allow(clippy::too_many_arguments)]
+fn ring_geometry(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    route: &ExactRoute,
+    entry: &str,
+    tile: RingTile,
+    w: &DeviceWeight,
+    (q, s): (u64, u64),
+    over: Override,
+) -> Result<Option<(u32, i32, usize)>, GpuError> {
+    let (n, k) = (w.layout.n, w.layout.k);
+    // Settled once per loaded function and shape: the attribute calls and occupancy
+    // queries below cost the host microseconds per launch otherwise.
+    type Key = (usize, usize, usize, bool, Option<u32>, Option<u32>);
+    type Cache = HashMap<Key, Option<(u32, i32, usize)>>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let aligned = q.is_multiple_of(16) && s.is_multiple_of(16);
+    let key: Key = (
+        f.cu_function() as usize,
+        n,
+        k,
+        aligned,
+        over.max_grid,
+        over.ks,
+    );
+    if let Some(&hit) = CACHE
+        .lock()
+        .expect("ring geometry cache")
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+    {
+        return Ok(hit);
+    }
+    let got = ring_geometry_uncached(gpu, f, route, entry, tile, w, aligned, over)?;
+    CACHE
+        .lock()
+        .expect("ring geometry cache")
+        .get_or_insert_with(HashMap::new)
+        .insert(key, got);
+    Ok(got)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ring_geometry_uncached(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    route: &ExactRoute,
+    entry: &str,
+    tile: RingTile,
+    w: &DeviceWeight,
+    aligned: bool,
+    over: Override,
+) -> Result<Option<(u32, i32, usize)>, GpuError> {
+    let (n, k) = (w.layout.n, w.layout.k);
+    let tt = route.tt as usize;
+    if !k.is_multiple_of(1024)
+        || !aligned
+        || !w.layout.q_row_bytes.is_multiple_of(16)
+        || !w.layout.s_row_bytes.is_multiple_of(16)
+    {
+        return Ok(None);
+    }
+    let rounds = k / 1024;
+    let base = tt * (k / 32) * STAGED_CHUNK_BYTES
+        + (tile.warps * tile.stages) as usize * ring_stage_bytes(route.format, tile.rows);
+    let optin = gpu.props().smem_per_block_optin as usize;
+    if base > optin {
+        return Ok(None);
+    }
+    let sms = gpu.props().sm_count as usize;
+    let threads = tile.warps * 32;
+    // About as many blocks as fit at once; the slices' sums (rows per block x slices) add
+    // to the shared memory, so settle the grid in a few rounds. The function's opt-in
+    // only ever grows: geometry cached for another shape must stay launchable.
+    static GRANTED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+    let grant = |bytes: usize| -> Result<(), GpuError> {
+        let mut granted = GRANTED.lock().expect("granted shared memory");
+        let now = granted
+            .get_or_insert_with(HashMap::new)
+            .entry(f.cu_function() as usize)
+            .or_insert(STREAM_SMEM);
+        if bytes > *now {
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+            .map_err(|e| GpuError::driver(format!("shared memory of {entry}"), e))?;
+            *now = bytes;
+        }
+        Ok(())
+    };
+    grant(base)?;
+    let mut grid = blocks_per_sm(gpu, f, entry, threads, base)? as usize * sms;
+    let mut smem = base;
+    let mut ks = 1;
+    for _ in 0..3 {
+        if let Some(g) = over.max_grid {
+            grid = grid.min(g as usize);
+        }
+        ks = over.ks.unwrap_or_else(|| ring_ks(n, rounds, grid, tile)) as usize;
+        let sums = if ks > 1 {
+            n.div_ceil(grid) * ks * tt * 4
+        } else {
+            0
+        };
+        if base + sums > optin {
+            // More blocks (in waves) rather than more rows per block.
+            let rows_fit = (optin - base) / (ks * tt * 4);
+            grid = n.div_ceil(rows_fit.max(1));
+            smem = base + n.div_ceil(grid) * ks * tt * 4;
+            break;
+        }
+        smem = base + sums;
+        grant(smem)?;
+        let fit = blocks_per_sm(gpu, f, entry, threads, smem)? as usize * sms;
+        if fit >= grid {
+            break;
+        }
+        grid = fit;
+    }
+    grant(smem)?;
+    Ok(Some((grid.max(1) as u32, ks as i32, smem)))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn launch_inner(
     gpu: &Gpu,
@@ -538,6 +823,13 @@ fn launch_inner(
             w.format.name
         );
     }
+    if matches!(route.kernel, ExactKernel::Ring(_)) {
+        assert!(
+            ring_supports(w.format),
+            "{} is not a ring-kernel format",
+            w.format.name
+        );
+    }
     assert_eq!(
         residual.is_some(),
         route.epilogue == Epilogue::Residual,
@@ -554,6 +846,18 @@ fn launch_inner(
     let entry = route.spec();
     let f = gpu.function(&entry)?;
     let (q, s) = w.planes(gpu);
+    let ring = match route.kernel {
+        ExactKernel::Ring(tile) => {
+            match ring_geometry(gpu, &f, route, &entry.entry, tile, w, (q, s), over)? {
+                Some(g) => Some(g),
+                None => {
+                    let fallback = route.stream_fallback();
+                    return launch_inner(gpu, &fallback, w, x, prologue, residual, y, t, over);
+                }
+            }
+        }
+        _ => None,
+    };
     let (stride_q, stride_s) = (w.layout.q_row_bytes as i64, w.layout.s_row_bytes as i64);
     let (ni, ki) = (n as i32, k as i32);
     let r0 = residual.unwrap_or(y);
@@ -561,6 +865,10 @@ fn launch_inner(
         ExactKernel::Gemv => (n.div_ceil(route.rows_per_block()) as u32, 0, 0),
         ExactKernel::Stream(tile) => {
             stream_geometry(gpu, &f, route, &entry.entry, tile, (n, k), over)?
+        }
+        ExactKernel::Ring(_) => {
+            let (grid, ks, smem) = ring.expect("ring geometry");
+            (grid, ks as usize, smem)
         }
     };
     let slab = slab as i32;
@@ -601,12 +909,14 @@ fn launch_inner(
             .arg(&cols)
             .arg(&ni)
             .arg(&ki);
-        if matches!(route.kernel, ExactKernel::Stream(_)) {
+        if route.kernel != ExactKernel::Gemv {
             b.arg(&slab).arg(&pw).arg(&eps);
         }
         // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
         // norm weight and eps arguments (its shared memory sized by stream_slab_within and
-        // granted above past 48 KB); the kernels guard rows past N and columns past `cols`;
+        // granted above past 48 KB), and of gemv_ring.cu (the same, `slab` read as its
+        // K-slices, shared memory sized and granted by ring_geometry, K a multiple of 1024
+        // and 16-byte aligned planes checked there); the kernels guard rows past N and columns past `cols`;
         // the caller sizes x (2K per row for SwiGLU), y, r to t rows and the norm weight to K.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", entry.entry), e))?;
@@ -810,6 +1120,9 @@ fn check(
     if let Some(g) = over.max_grid {
         shape += &format!(" grid<={g}");
     }
+    if let Some(ks) = over.ks {
+        shape += &format!(" ks={ks}");
+    }
     Ok(Outcome::compare(
         route.spec().entry,
         shape,
@@ -839,6 +1152,7 @@ fn stream_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
     let slabs = |b: usize| Override {
         smem_budget: Some(b),
         max_grid: tile.persistent.then_some(5),
+        ks: None,
     };
     let mut cases: Vec<Case> = vec![(tt, 144, 64, plain)];
     match route.prologue {
@@ -880,8 +1194,58 @@ fn stream_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
         let looped = Override {
             smem_budget: None,
             max_grid: Some(7),
+            ks: None,
         };
         cases.push((hi, n, k, looped));
+    }
+    cases
+}
+
+/// The ring routes' cases (K a multiple of 1024 unless named): the 27B's 17408x5120 (five
+/// slices of one round) and 5120x17408 (few slices of many rounds) and 14336->4096 at T
+/// = the tile; an odd N = 1000 with K = 2048 at the smallest T of the tile, forced to one
+/// slice on a 7-block grid (many passes per warp, a partial last pass) and to two slices
+/// on 5 blocks (the slices' sums in shared memory); K = 576, which the ring kernel does not
+/// take (the launch falls back to the stream kernel); the default q4_g64 T = 1 route also
+/// at the 248320x5120 head. Prologues: RMSNorm at 17408x5120, SwiGLU + residual at
+/// 5120x17408, both also at N = 1000, K = 2048 with two slices.
+fn ring_cases(route: &ExactRoute) -> Vec<Case> {
+    let tt = route.tt as usize;
+    let lo = if tt == 1 { 1 } else { tt / 2 + 1 };
+    let plain = Override::default();
+    let forced = |ks: u32, grid: u32| Override {
+        smem_budget: None,
+        max_grid: Some(grid),
+        ks: Some(ks),
+    };
+    let mut cases: Vec<Case> = Vec::new();
+    match route.prologue {
+        PrologueKind::None => {
+            cases.push((tt, 17408, 5120, plain));
+            cases.push((lo, 5120, 17408, plain));
+            cases.push((tt, 4096, 14336, plain));
+            cases.push((lo, 1000, 2048, forced(1, 7)));
+            cases.push((tt, 1000, 2048, forced(2, 5)));
+            cases.push((2 * tt + 1, 1536, 576, plain));
+            cases.push((2 * tt + 1, 1024, 1024, plain));
+            let is_default =
+                route.kernel == ExactKernel::Ring(ring_tile(route.format.bits, route.tt));
+            if route.format.name == "q4_g64"
+                && is_default
+                && route.epilogue == Epilogue::None
+                && tt == 1
+            {
+                cases.push((1, 248320, 5120, plain));
+            }
+        }
+        PrologueKind::RmsNorm(_) => {
+            cases.push((tt, 17408, 5120, plain));
+            cases.push((lo, 1000, 2048, forced(2, 5)));
+        }
+        PrologueKind::Swiglu => {
+            cases.push((tt, 5120, 17408, plain));
+            cases.push((lo, 1000, 2048, forced(2, 5)));
+        }
     }
     cases
 }
@@ -908,6 +1272,7 @@ pub fn qualify(
                 .map(|&(t, n, k)| (t, n, k, Override::default()))
                 .collect(),
             ExactKernel::Stream(tile) => stream_cases(&route, tile),
+            ExactKernel::Ring(_) => ring_cases(&route),
         };
         if weights_of != route.format.name.as_str() {
             weights.clear();
@@ -995,10 +1360,17 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     };
     let tiles = |f: &'static Format, t: usize| -> Vec<ExactRoute> {
         let tt = (t as u32).next_power_of_two();
-        stream_tiles(tt)
+        let mut v: Vec<ExactRoute> = stream_tiles(tt)
             .iter()
             .map(|&tile| with(f, tt, tile))
-            .collect()
+            .collect();
+        if ring_supports(f) && RING_TT.contains(&tt) {
+            v.extend(ring_tiles(f.bits, tt).iter().map(|&tile| ExactRoute {
+                kernel: ExactKernel::Ring(tile),
+                ..with(f, tt, stream_tile(tt))
+            }));
+        }
+        v
     };
     for (i, &shape) in STREAM_SHAPES.iter().enumerate() {
         let big = [0usize, 1, 2, 6].contains(&i);
@@ -1149,20 +1521,26 @@ fn bench_prologues(
             _ => Prologue::Swiglu,
         };
         for prologue in [Prologue::None, fused] {
-            let route =
+            let chosen =
                 ExactRoute::choose_with(q4, 1, epilogue, prologue.kind()).expect("instantiated");
-            let us = median_batched_us(gpu, 15, |i| {
-                launch_with(gpu, &route, &weights[i % sets], xp, &prologue, res, yp, 1)
-            })?;
-            let bytes = (layout.total_bytes + k * 4 + n * 4) as f64;
-            records.push(ctx.record(
-                what,
-                route.spec().entry,
-                format!("T=1 N={n} K={k}"),
-                us,
-                bytes,
-                2.0 * (n * k) as f64,
-            ));
+            // The ring kernel (the default) and the stream kernel it replaced, same run.
+            for route in [chosen.clone(), chosen.stream_fallback()] {
+                if route != chosen && !matches!(chosen.kernel, ExactKernel::Ring(_)) {
+                    continue;
+                }
+                let us = median_batched_us(gpu, 15, |i| {
+                    launch_with(gpu, &route, &weights[i % sets], xp, &prologue, res, yp, 1)
+                })?;
+                let bytes = (layout.total_bytes + k * 4 + n * 4) as f64;
+                records.push(ctx.record(
+                    what,
+                    route.spec().entry,
+                    format!("T=1 N={n} K={k}"),
+                    us,
+                    bytes,
+                    2.0 * (n * k) as f64,
+                ));
+            }
         }
     }
     Ok(records)
@@ -1202,7 +1580,16 @@ mod tests {
             assert!(stream_supports(f), "{name}");
             for t in 1..=20 {
                 let r = ExactRoute::choose(f, t, Epilogue::Residual);
-                assert!(matches!(r.kernel, ExactKernel::Stream(_)), "{name} T={t}");
+                let ring = ring_supports(f) && t <= 4;
+                assert_eq!(
+                    matches!(r.kernel, ExactKernel::Ring(_)),
+                    ring,
+                    "{name} T={t}"
+                );
+                assert!(
+                    ring || matches!(r.kernel, ExactKernel::Stream(_)),
+                    "{name} T={t}"
+                );
                 assert!(r.tt as usize >= t.min(8) && r.tt <= 8);
             }
         }
@@ -1212,6 +1599,26 @@ mod tests {
             let r = ExactRoute::choose(f, 1, Epilogue::None);
             assert_eq!(r.kernel, ExactKernel::Gemv);
         }
+    }
+
+    #[test]
+    fn ring_slices_follow_the_shape() {
+        let t = ring_tile(4, 1);
+        // 17408x5120 on 132 blocks: five slices of one round; the head: one slice.
+        assert_eq!(ring_ks(17408, 5, 132, t), 5);
+        assert_eq!(ring_ks(248320, 5, 132, t), 1);
+        for (n, rounds) in [(5120, 17), (4096, 14), (1000, 2), (7, 1)] {
+            let ks = ring_ks(n, rounds, 132, t) as usize;
+            assert!(
+                ks >= 1 && ks <= rounds && ks <= t.warps as usize,
+                "{n} {rounds}: {ks}"
+            );
+        }
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let q8 = crate::formats::format("q8_g32").unwrap();
+        assert!(ring_supports(q4) && ring_supports(q8));
+        assert_eq!(ring_stage_bytes(q4, 4), 4 * (512 + 32));
+        assert_eq!(ring_stage_bytes(q8, 4), 4 * (1024 + 64));
     }
 
     #[test]

@@ -1,15 +1,15 @@
-//! The `linear_exact` route family: the stream GEMV's work split per weight format, column
-//! tile and exact weight shape (`ops::linear_exact`). The engine's decode path runs every
-//! linear layer of at most 8 rows through it (`engine::cuda`), with the split
-//! [`stream_tile`](crate::ops::linear_exact::stream_tile) chose on the 27B shapes unless a
-//! profile says otherwise.
+//! The `linear_exact` route family: the stream or ring GEMV's work split per weight format,
+//! column tile and exact weight shape (`ops::linear_exact`). The engine's decode path runs
+//! every linear layer of at most 8 rows through it (`engine::cuda`), with the split
+//! [`ExactRoute::choose`] takes unless a profile says otherwise.
 //!
 //! Key: `linear_exact/<format>/t<tt>/n<N>/k<K>`, where `tt` is the column tile the kernel
 //! is launched with (1, 2, 4 or 8: the smallest that holds T, so it equals T's bucket for
 //! T <= 8; a T of 9 or more that the tiled sgemm route cannot take runs as several launches
 //! of 8 columns and uses the `t8` route). The candidates are
-//! [`stream_tiles`](crate::ops::linear_exact::stream_tiles)`(tt)`, the default first, each
-//! with the plain epilogue: that entry name is what a profile records. The split it names
+//! [`stream_tiles`](crate::ops::linear_exact::stream_tiles)`(tt)` and, for the formats and
+//! tiles the ring kernel takes, [`ring_tiles`](crate::ops::linear_exact::ring_tiles), the
+//! default first, each with the plain epilogue: that entry name is what a profile records. The split it names
 //! serves both epilogues (the residual one adds one read of T x N floats to a kernel that
 //! streams N x K weights).
 //!
@@ -20,7 +20,8 @@
 use crate::formats::Format;
 use crate::ops::linear::Epilogue;
 use crate::ops::linear_exact::{
-    stream_supports, stream_tiles, ExactKernel, ExactRoute, PrologueKind,
+    ring_supports, ring_tiles, stream_supports, stream_tiles, ExactKernel, ExactRoute,
+    PrologueKind, RING_TT,
 };
 
 use super::bucket::ShapeKey;
@@ -69,8 +70,18 @@ pub fn candidates(format: &'static Format, tt: u32) -> Vec<ExactRoute> {
     }
     let base = ExactRoute::choose(format, tt as usize, Epilogue::None);
     let mut v = vec![base.clone()];
-    for &tile in stream_tiles(tt) {
-        let kernel = ExactKernel::Stream(tile);
+    let mut kernels: Vec<ExactKernel> = stream_tiles(tt)
+        .iter()
+        .map(|&t| ExactKernel::Stream(t))
+        .collect();
+    if ring_supports(format) && RING_TT.contains(&tt) {
+        kernels.extend(
+            ring_tiles(format.bits, tt)
+                .iter()
+                .map(|&t| ExactKernel::Ring(t)),
+        );
+    }
+    for kernel in kernels {
         if kernel != base.kernel {
             v.push(ExactRoute {
                 kernel,
@@ -111,7 +122,7 @@ pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usi
     let Some(kernel) = table.exact(route.format, route.tt, n, k) else {
         return;
     };
-    if kernel == route.kernel || !matches!(route.kernel, ExactKernel::Stream(_)) {
+    if kernel == route.kernel || route.kernel == ExactKernel::Gemv {
         return;
     }
     if route.prologue != PrologueKind::None && route.tt != 1 {
@@ -205,7 +216,12 @@ mod tests {
                 let c = candidates(f, tt);
                 let default = ExactRoute::choose(f, tt as usize, Epilogue::None);
                 assert_eq!(c[0], default, "{name} t{tt}");
-                assert_eq!(c.len(), stream_tiles(tt).len(), "{name} t{tt}");
+                let ring = if ring_supports(f) && RING_TT.contains(&tt) {
+                    ring_tiles(f.bits, tt).len()
+                } else {
+                    0
+                };
+                assert_eq!(c.len(), stream_tiles(tt).len() + ring, "{name} t{tt}");
                 for r in &c {
                     assert_eq!((r.tt, r.epilogue), (tt, Epilogue::None));
                 }
