@@ -466,8 +466,12 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
                 );
             }
         }
+        let gdn_note = match plan.gdn_jobs.is_empty() {
+            true => "",
+            false => "; a gdn_step launch is a graph of one step per state set",
+        };
         println!(
-            "{keys} keys, {cells} candidates to qualify and time ({} timed launches each; a gdn_step launch is a graph of one step per state set)",
+            "{keys} keys, {cells} candidates to qualify and time ({} timed launches each{gdn_note})",
             BATCH * (args.reps + 1)
         );
         return Ok(());
