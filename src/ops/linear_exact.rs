@@ -35,7 +35,7 @@ pub use super::rmsnorm::NormWeight;
 use super::weight::{random_bf16, random_payload, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
@@ -354,6 +354,7 @@ impl ExactRoute {
                 .param("warps", warps)
                 .param("unroll", unroll)
                 .param("prologue", self.prologue.param())
+                .programmatic()
             }
             ExactKernel::Ring(RingTile {
                 rows,
@@ -370,7 +371,8 @@ impl ExactRoute {
             .param("rows", rows)
             .param("warps", warps)
             .param("stages", stages)
-            .param("prologue", self.prologue.param()),
+            .param("prologue", self.prologue.param())
+            .programmatic(),
         }
         .param("format", f)
         .param("tt", self.tt)
@@ -844,11 +846,13 @@ fn launch_inner(
         return Ok(());
     }
     let entry = route.spec();
-    let f = gpu.function(&entry)?;
+    // Stream and ring routes launch programmatically (their specs opt in; gemv.cu does not).
+    let kernel = gpu.kernel(&entry)?;
+    let f = kernel.function();
     let (q, s) = w.planes(gpu);
     let ring = match route.kernel {
         ExactKernel::Ring(tile) => {
-            match ring_geometry(gpu, &f, route, &entry.entry, tile, w, (q, s), over)? {
+            match ring_geometry(gpu, f, route, &entry.entry, tile, w, (q, s), over)? {
                 Some(g) => Some(g),
                 None => {
                     let fallback = route.stream_fallback();
@@ -864,7 +868,7 @@ fn launch_inner(
     let (grid, slab, smem) = match route.kernel {
         ExactKernel::Gemv => (n.div_ceil(route.rows_per_block()) as u32, 0, 0),
         ExactKernel::Stream(tile) => {
-            stream_geometry(gpu, &f, route, &entry.entry, tile, (n, k), over)?
+            stream_geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?
         }
         ExactKernel::Ring(_) => {
             let (grid, ks, smem) = ring.expect("ring geometry");
@@ -896,7 +900,7 @@ fn launch_inner(
             r0 + (col * n * 4) as u64,
             y + (col * n * 4) as u64,
         );
-        let mut b = gpu.stream().launch_builder(&f);
+        let mut b = gpu.launch(&kernel);
         b.arg(&q)
             .arg(&s)
             .arg(&q)
