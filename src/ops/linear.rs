@@ -7,7 +7,8 @@
 //! mma_tiled.cu`, T > 8 and prefill: weight tiles decoded to bf16 in shared memory,
 //! `mma.sync` m16n8k16), the tensor-core GEMV `linear_mmv` (`templates/linear/mmv.cu`) and
 //! `linear_stream` (`templates/linear/gemv_stream.cu`, the exact route's bandwidth-first
-//! kernel with bf16 activations; registered, qualified and timed beside `linear_mmv`).
+//! kernel with bf16 activations; registered, qualified and timed beside `linear_mmv`;
+//! launched programmatically, as in the exact route).
 //! Routes are chosen by [`LinearRoute::choose`] until the autotuner supplies a table.
 
 use rand::{Rng, SeedableRng};

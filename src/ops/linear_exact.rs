@@ -23,6 +23,11 @@
 //! activations are staged, so that it needs no launch of its own: RMSNorm (both weight
 //! conventions) and SwiGLU of a gate_up matrix. See [`Prologue`],
 //! [`ExactRoute::choose_with`], [`launch_with`].
+//!
+//! The stream and ring kernels launch programmatically (PDL, `templates/common/pdl.cuh`):
+//! they issue their first weight loads, then wait for the kernel before them ahead of any
+//! read of the activations or residual and any store, so that a launch's start and its
+//! first weights overlap the previous kernel's end. `gemv` does not.
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
