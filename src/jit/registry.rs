@@ -67,13 +67,16 @@ mod tests {
                 spec.entry
             );
             // A programmatic launch is only for a kernel that waits (render refuses the
-            // other way round); the decode step's kernels outside the linear family wait.
+            // other way round); the decode step's kernels wait, the exact-mode GEMVs
+            // (stream and ring, every route, and the bf16 stream route) included.
             assert!(!spec.programmatic || crate::jit::calls_pdl_wait(&src));
             if [
                 "attention/flash.cu",
                 "rope/rope.cu",
                 "norm/rmsnorm.cu",
                 "embedding/gather.cu",
+                "linear/gemv_stream.cu",
+                "linear/gemv_ring.cu",
             ]
             .contains(&spec.template)
             {

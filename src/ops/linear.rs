@@ -7,7 +7,8 @@
 //! mma_tiled.cu`, T > 8 and prefill: weight tiles decoded to bf16 in shared memory,
 //! `mma.sync` m16n8k16), the tensor-core GEMV `linear_mmv` (`templates/linear/mmv.cu`) and
 //! `linear_stream` (`templates/linear/gemv_stream.cu`, the exact route's bandwidth-first
-//! kernel with bf16 activations; registered, qualified and timed beside `linear_mmv`).
+//! kernel with bf16 activations; registered, qualified and timed beside `linear_mmv`;
+//! launched programmatically, as in the exact route).
 //! Routes are chosen by [`LinearRoute::choose`] until the autotuner supplies a table.
 
 use rand::{Rng, SeedableRng};
@@ -16,7 +17,7 @@ use serde::Serialize;
 use super::weight::{random_bf16, random_payload, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, Layout};
-use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_BF16};
 
@@ -136,7 +137,8 @@ impl LinearRoute {
             .param("rows", tile.rows)
             .param("warps", tile.warps)
             .param("unroll", tile.unroll)
-            .param("act", "bf16"),
+            .param("act", "bf16")
+            .programmatic(),
         }
         .param("format", f)
         .param("epilogue", self.epilogue)
@@ -317,7 +319,8 @@ pub fn launch(
             "a residual launch needs [T, N] residuals"
         );
     }
-    let f = gpu.function(&route.spec())?;
+    // The stream tile launches programmatically (its spec opts in); the others do not.
+    let f = gpu.kernel(&route.spec())?;
     let (q, s) = a.w.planes(gpu);
     let (q2, s2) = up.planes(gpu);
     let stride_q = a.w.layout.q_row_bytes as i64;
@@ -374,7 +377,7 @@ pub fn launch(
         let ti = cols as i32;
         // The stream kernel's norm weight and eps (its prologue is none here).
         let (pw, eps) = (0u64, 0f32);
-        let mut b = gpu.stream().launch_builder(&f);
+        let mut b = gpu.launch(&f);
         b.arg(&q)
             .arg(&s)
             .arg(&q2)

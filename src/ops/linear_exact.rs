@@ -23,6 +23,11 @@
 //! activations are staged, so that it needs no launch of its own: RMSNorm (both weight
 //! conventions) and SwiGLU of a gate_up matrix. See [`Prologue`],
 //! [`ExactRoute::choose_with`], [`launch_with`].
+//!
+//! The stream and ring kernels launch programmatically (PDL, `templates/common/pdl.cuh`):
+//! they issue their first weight loads, then wait for the kernel before them ahead of any
+//! read of the activations or residual and any store, so that a launch's start and its
+//! first weights overlap the previous kernel's end. `gemv` does not.
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -35,7 +40,7 @@ pub use super::rmsnorm::NormWeight;
 use super::weight::{random_bf16, random_payload, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
@@ -354,6 +359,7 @@ impl ExactRoute {
                 .param("warps", warps)
                 .param("unroll", unroll)
                 .param("prologue", self.prologue.param())
+                .programmatic()
             }
             ExactKernel::Ring(RingTile {
                 rows,
@@ -370,7 +376,8 @@ impl ExactRoute {
             .param("rows", rows)
             .param("warps", warps)
             .param("stages", stages)
-            .param("prologue", self.prologue.param()),
+            .param("prologue", self.prologue.param())
+            .programmatic(),
         }
         .param("format", f)
         .param("tt", self.tt)
@@ -844,11 +851,13 @@ fn launch_inner(
         return Ok(());
     }
     let entry = route.spec();
-    let f = gpu.function(&entry)?;
+    // Stream and ring routes launch programmatically (their specs opt in; gemv.cu does not).
+    let kernel = gpu.kernel(&entry)?;
+    let f = kernel.function();
     let (q, s) = w.planes(gpu);
     let ring = match route.kernel {
         ExactKernel::Ring(tile) => {
-            match ring_geometry(gpu, &f, route, &entry.entry, tile, w, (q, s), over)? {
+            match ring_geometry(gpu, f, route, &entry.entry, tile, w, (q, s), over)? {
                 Some(g) => Some(g),
                 None => {
                     let fallback = route.stream_fallback();
@@ -864,7 +873,7 @@ fn launch_inner(
     let (grid, slab, smem) = match route.kernel {
         ExactKernel::Gemv => (n.div_ceil(route.rows_per_block()) as u32, 0, 0),
         ExactKernel::Stream(tile) => {
-            stream_geometry(gpu, &f, route, &entry.entry, tile, (n, k), over)?
+            stream_geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?
         }
         ExactKernel::Ring(_) => {
             let (grid, ks, smem) = ring.expect("ring geometry");
@@ -896,7 +905,7 @@ fn launch_inner(
             r0 + (col * n * 4) as u64,
             y + (col * n * 4) as u64,
         );
-        let mut b = gpu.stream().launch_builder(&f);
+        let mut b = gpu.launch(&kernel);
         b.arg(&q)
             .arg(&s)
             .arg(&q)

@@ -36,6 +36,14 @@
   first float holds the chunk's offset term. The first `stages - 1` stages of weights are
   issued before the activations are touched (weights do not depend on the previous kernel).
 
+  Programmatic dependent launch (common/pdl.cuh): those first stages, the address math and
+  the K-slice split are all a thread does before NINFER_PDL_WAIT(); they read only the
+  weights and scales (uploaded once, never written by a kernel) and write only shared
+  memory (cp.async). Every thread then waits once, straight-line, with no return anywhere
+  in the kernel (a warp with no rows issues empty groups and waits too), before the first
+  read of x (the RMS prologue's sum of squares included), of the residual or of `pw`, and
+  before any store to y.
+
   Params: format (4 or 8 bits, groups of 32, 64 or 128), tt, rows, warps, stages,
   epilogue ("none" | "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" |
   "swiglu"). Argument `ks` (where gemv_stream.cu has `slab`): K-slices per row stream.
@@ -45,6 +53,7 @@
 {%- set prologue = prologue | default(value="none") %}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
 {{ format_code }}
 
 #define TT {{ tt }}
@@ -226,6 +235,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     // Weights first: they do not depend on the kernel before this one.
 #pragma unroll
     for (int i = 0; i < STAGES - 1; ++i) issue();
+
+    // The kernel before this one wrote x (and the residual); nothing above read or wrote
+    // global memory but the weights. Every thread, once, on the only path.
+    NINFER_PDL_WAIT();
+    NINFER_PDL_TRIGGER();
 
     // Stage the activations (prologue applied), scaled per weight bit offset, with each
     // chunk's offset term -2^(B-1) * 2^(E-149) * sum(x) in its pad.

@@ -50,10 +50,19 @@
   Y itself), act ("f32" | "bf16"), prologue ("none" | "rmsnorm" | "rmsnorm1p" | "swiglu";
   absent means "none").
   Weight planes: row r's quants at q + r*q_row_bytes, its scales at s + r*s_row_bytes.
+
+  Programmatic dependent launch (common/pdl.cuh): a block's first step of weight loads (its
+  first row group's first `unroll` chunks of every row, and their scales, into registers)
+  is issued before NINFER_PDL_WAIT(); the wait opens the block's first staging, before the
+  RMS prologue's sum of squares and the first read of x. Weights and scales are uploaded
+  once and never written by a kernel; nothing global is written before the wait. A block
+  with no row group or a row of no chunk never stages, so it waits at entry: every thread
+  waits exactly once on every path (staging is block-uniform).
 #}
 {%- set prologue = prologue | default(value="none") %}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
 {{ format_code }}
 
 #define TT {{ tt }}
@@ -222,7 +231,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const bool restage = slab < chunks;
     const long long x_stride = PRO_SWIGLU ? 2LL * K : (long long)K;
     const int col_stride = slab * XS_CHUNK;
-    bool staged = false;  // block-uniform
+    bool staged = false;  // block-uniform; the PDL wait comes with the first staging
+
+    // A block that stages nothing (no row group; K under one chunk) waits here instead,
+    // ahead of its stores of y.
+    if (blockIdx.x >= groups || chunks == 0) {
+        NINFER_PDL_WAIT();
+        NINFER_PDL_TRIGGER();
+    }
 
     for (int g = blockIdx.x; g < groups; g += gridDim.x) {
         const int row0 = (g * WARPS + warp) * ROWS;  // rows past N: clamped, not stored
@@ -314,6 +330,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 load_step(raw, sc, base, ce);
                 if (base == cs && (restage || !staged)) {
                     // Stage the slab's activations while the first weights are in flight.
+                    if (!staged) {
+                        // The first staging: the block's first weight loads are in flight;
+                        // x (and later the residual) is the previous kernel's output.
+                        NINFER_PDL_WAIT();
+                        NINFER_PDL_TRIGGER();
+                    }
                     __syncthreads();  // the previous slab's readers are done
 #if PRO_RMS
                     if (!staged) {
