@@ -346,10 +346,12 @@ impl RecurrentRoute {
             })
     }
 
-    /// The heuristic by batch size, from the H200 runs in `bench/gdn` (no tuning profile
-    /// yet): the per-tile 32-column kernel at 1-3 lanes (1 lane, 27B: f32 6.37 us, f16
-    /// 5.60 us), the grouped g6 kernel at 4 lanes or more (8 lanes, 27B, run 5: f32 21.2 us
-    /// against 23.9 us for the best per-tile kernel, f16 16.3 us against 16.8 us).
+    /// The heuristic by batch size, from the H200 runs: the per-tile 32-column kernel at
+    /// 1-4 lanes (1 lane, 27B: f32 6.37 us, f16 5.60 us; at 4 lanes it beats g6 on both
+    /// models and state types, by 8-40%, in the tuner's run-10 timings,
+    /// `bench/tune/README.md`), the grouped g6 kernel from 5 lanes (8 lanes, 27B, `bench/gdn`
+    /// run 5: f32 21.2 us against 23.9 us for the best per-tile kernel, f16 16.3 us against
+    /// 16.8 us; too few blocks for 132 SMs at 4 lanes).
     pub fn choose_for_lanes(
         mode: Mode,
         state: StateType,
@@ -366,7 +368,7 @@ impl RecurrentRoute {
             group: 6,
             stages: 0,
         };
-        if lanes >= 4 && grouped.fits(dims.dk) {
+        if lanes >= 5 && grouped.fits(dims.dk) {
             return Some(RecurrentRoute {
                 mode,
                 state,
