@@ -14,7 +14,7 @@
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::weight::{random_bf16, random_payload, DeviceWeight};
+use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, Layout};
 use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig};
@@ -484,19 +484,6 @@ pub fn reference_rows(
         }
     }
     out
-}
-
-/// A random weight of shape `[n, k]` in `fmt`, on the device and kept on the host.
-fn random_weight(
-    gpu: &Gpu,
-    fmt: &'static Format,
-    n: usize,
-    k: usize,
-    rng: &mut impl Rng,
-) -> Result<(DeviceWeight, Vec<u8>), GpuError> {
-    let layout = Layout::new(fmt, n, k).expect("qualify shapes fit every format");
-    let payload = random_payload(fmt, &layout, rng);
-    Ok((DeviceWeight::upload(gpu, fmt, layout, &payload)?, payload))
 }
 
 fn decode_rows(w: &DeviceWeight, payload: &[u8], rows: &[usize]) -> Vec<Vec<f32>> {

@@ -29,9 +29,9 @@ use std::sync::Mutex;
 
 use super::linear::Epilogue;
 use super::linear_sgemm::decode_unit;
-use super::weight::{random_payload, DeviceWeight};
+use super::weight::{random_weight, DeviceWeight};
 use crate::bench::{median_us, BenchCtx, BenchRecord};
-use crate::formats::{Format, Layout};
+use crate::formats::Format;
 use crate::gpu::{Blas, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_BF16};
@@ -290,22 +290,6 @@ const QUALIFY_SHAPES: [(usize, usize, usize); 6] = [
     (200, 576, 1536),
     (4096, 1536, 576),
 ];
-
-/// A fresh random weight of `[n, k]` in `format` on the device, and its payload.
-fn random_weight(
-    gpu: &Gpu,
-    format: &'static Format,
-    n: usize,
-    k: usize,
-    rng: &mut impl Rng,
-) -> Result<(DeviceWeight, Vec<u8>), GpuError> {
-    let layout = Layout::new(format, n, k).expect("qualify shapes fit");
-    let payload = random_payload(format, &layout, rng);
-    Ok((
-        DeviceWeight::upload(gpu, format, layout, &payload)?,
-        payload,
-    ))
-}
 
 /// The dequant kernel against the host decode rounded to bf16 (`half`, round to nearest
 /// even), bit for bit: rows `[row0, row0 + rows)` of a fresh random weight, into a scratch

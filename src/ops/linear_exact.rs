@@ -37,7 +37,7 @@ use std::sync::Mutex;
 
 use super::linear::Epilogue;
 pub use super::rmsnorm::NormWeight;
-use super::weight::{random_bf16, random_payload, DeviceWeight};
+use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
 use crate::gpu::{CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
@@ -956,22 +956,6 @@ pub const STREAM_SHAPES: [(usize, usize); 7] = [
     (49152, 576),
     (248320, 5120),
 ];
-
-/// A random weight of `[n, k]` on the device, and its payload.
-fn random_weight(
-    gpu: &Gpu,
-    format: &'static Format,
-    n: usize,
-    k: usize,
-    rng: &mut impl Rng,
-) -> Result<(DeviceWeight, Vec<u8>), GpuError> {
-    let layout = Layout::new(format, n, k).expect("qualify shapes fit");
-    let payload = random_payload(format, &layout, rng);
-    Ok((
-        DeviceWeight::upload(gpu, format, layout, &payload)?,
-        payload,
-    ))
-}
 
 /// One qualification case: `(T, N, K)` and the launch overrides.
 type Case = (usize, usize, usize, Override);

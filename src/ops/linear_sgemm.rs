@@ -34,7 +34,7 @@ use rand_distr::StandardNormal;
 
 use super::linear::Epilogue;
 use super::linear_exact::ExactRoute;
-use super::weight::{random_bf16, random_payload, DeviceWeight};
+use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
 use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
@@ -253,22 +253,6 @@ const QUALIFY_SHAPES: [(usize, usize, usize); 9] = [
     (200, 576, 1536),
     (4096, 1536, 576),
 ];
-
-/// A random weight of `[n, k]` on the device, and its payload.
-fn random_weight(
-    gpu: &Gpu,
-    format: &'static Format,
-    n: usize,
-    k: usize,
-    rng: &mut impl Rng,
-) -> Result<(DeviceWeight, Vec<u8>), GpuError> {
-    let layout = Layout::new(format, n, k).expect("qualify shapes fit");
-    let payload = random_payload(format, &layout, rng);
-    Ok((
-        DeviceWeight::upload(gpu, format, layout, &payload)?,
-        payload,
-    ))
-}
 
 /// Runs `route` on `t` tokens with fresh random inputs and compares with the f64 oracle:
 /// every row when N <= 1024, else the first, the last and 126 random ones (and then any

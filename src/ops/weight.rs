@@ -56,6 +56,20 @@ impl DeviceWeight {
     }
 }
 
+/// A fresh random weight of `[n, k]` in `fmt` on the device, and its payload (for the
+/// routes' qualification checks).
+pub fn random_weight(
+    gpu: &Gpu,
+    fmt: &'static Format,
+    n: usize,
+    k: usize,
+    rng: &mut impl Rng,
+) -> Result<(DeviceWeight, Vec<u8>), GpuError> {
+    let layout = Layout::new(fmt, n, k).expect("qualify shapes fit every format");
+    let payload = random_payload(fmt, &layout, rng);
+    Ok((DeviceWeight::upload(gpu, fmt, layout, &payload)?, payload))
+}
+
 /// A random but valid payload: random codes in the quant plane, finite scales of weight-like
 /// size in the scale plane, normal values for dense formats. Any payload is a weight, so
 /// this exercises every code path without the cost of encoding floats.
