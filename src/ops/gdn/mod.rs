@@ -296,41 +296,27 @@ impl RecurrentRoute {
             self.tile.short(),
             self.kc
         );
-        if self.tile.group > 0 && self.tile.stages > 0 {
-            return KernelSpec::new("gdn_staged", "gdn/staged.cu", entry)
+        // Grouped tiles (several column tiles of one key head per block) have their own
+        // template, staged through shared memory when `stages` is set; the rest take the
+        // per-tile kernel, which alone has the scalar/vector choice.
+        let spec = |family: &'static str, template: &'static str| {
+            KernelSpec::new(family, template, entry.clone())
                 .param("mode", self.mode)
                 .param("state", self.state.cuda_type())
                 .param("lpr", self.tile.lpr)
                 .param("ept", self.tile.ept)
                 .param("rows", self.tile.rows)
                 .param("warps", self.tile.warps)
-                .param("group", self.tile.group)
-                .param("stages", self.tile.stages)
                 .param("minb", self.tile.minb)
-                .param("kc", self.kc);
-        }
-        if self.tile.group > 0 {
-            return KernelSpec::new("gdn_grouped", "gdn/grouped.cu", entry)
-                .param("mode", self.mode)
-                .param("state", self.state.cuda_type())
-                .param("lpr", self.tile.lpr)
-                .param("ept", self.tile.ept)
-                .param("rows", self.tile.rows)
-                .param("warps", self.tile.warps)
+                .param("kc", self.kc)
+        };
+        match (self.tile.group > 0, self.tile.stages > 0) {
+            (true, true) => spec("gdn_staged", "gdn/staged.cu")
                 .param("group", self.tile.group)
-                .param("minb", self.tile.minb)
-                .param("kc", self.kc);
+                .param("stages", self.tile.stages),
+            (true, false) => spec("gdn_grouped", "gdn/grouped.cu").param("group", self.tile.group),
+            (false, _) => spec("gdn_recurrent", "gdn/recurrent.cu").param("vec", self.tile.vec),
         }
-        KernelSpec::new("gdn_recurrent", "gdn/recurrent.cu", entry)
-            .param("mode", self.mode)
-            .param("state", self.state.cuda_type())
-            .param("lpr", self.tile.lpr)
-            .param("ept", self.tile.ept)
-            .param("rows", self.tile.rows)
-            .param("warps", self.tile.warps)
-            .param("vec", self.tile.vec)
-            .param("minb", self.tile.minb)
-            .param("kc", self.kc)
     }
 
     /// The built-in heuristic: the first registered tile that fits dk.
