@@ -7,6 +7,11 @@ use half::bf16;
 use super::{Gpu, GpuError};
 use crate::ops::DType;
 
+/// The device address of a buffer (event tracking is off on our contexts).
+pub fn dptr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
+    s.device_ptr(gpu.stream()).0
+}
+
 /// A typed device buffer of f32 or bf16 (stored as raw `u16` bits).
 pub enum AnyBuffer {
     F32(CudaSlice<f32>),

@@ -12,7 +12,7 @@ mod graph;
 mod launch;
 mod timing;
 
-pub use buffer::AnyBuffer;
+pub use buffer::{dptr, AnyBuffer};
 pub use cublas::Blas;
 pub use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 pub use device::{list_devices, DeviceProps, Gpu};

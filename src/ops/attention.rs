@@ -26,9 +26,9 @@ use rand_distr::StandardNormal;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::gdn::dptr;
 use super::{DType, Pos};
 use crate::engine::backend::{Rope, RopeStyle};
+use crate::gpu::dptr;
 use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};

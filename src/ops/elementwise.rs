@@ -2,7 +2,7 @@
 //! meaning: bf16 conversions, `add_assign`, `swiglu`, `sigmoid_gate`, strided 2-D copies,
 //! row gather / scatter-add, row softmax and row argmax.
 //!
-//! Every operand is a raw device address (`u64`, see [`crate::ops::gdn::dptr`]) so callers
+//! Every operand is a raw device address (`u64`, see [`crate::gpu::dptr`]) so callers
 //! can point into larger buffers; every launch is queued on `gpu.stream()` and allocates
 //! nothing, so a CUDA graph can capture it. Templates: `templates/elementwise/`.
 //!
@@ -14,9 +14,9 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+use crate::gpu::dptr;
 use crate::gpu::{CudaSlice, Gpu, GpuError, Graph, LaunchConfig};
 use crate::jit::KernelSpec;
-use crate::ops::gdn::dptr;
 use crate::qualify::{Outcome, ALLOW_F32};
 
 const FAMILY: &str = "elementwise";

@@ -32,7 +32,7 @@ use super::linear_sgemm::decode_unit;
 use super::weight::{random_weight, DeviceWeight};
 use crate::bench::{median_us, BenchCtx, BenchRecord};
 use crate::formats::Format;
-use crate::gpu::{Blas, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{dptr, Blas, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_BF16};
 
@@ -248,7 +248,7 @@ impl PrefillCublas {
         // SAFETY: written in full by the conversion before cuBLAS reads it.
         let xb = unsafe { gpu.stream().alloc::<u16>(t * k) }
             .map_err(|e| GpuError::driver("allocating device memory", e))?;
-        let xbp = super::gdn::dptr(gpu, &xb);
+        let xbp = dptr(gpu, &xb);
         launch_act_bf16(gpu, x, xbp, t * k)?;
         let beta = match residual {
             None => 0.0,
@@ -267,7 +267,7 @@ impl PrefillCublas {
                     .map_err(|e| GpuError::driver("allocating the bf16 weight scratch", e))?,
             );
         }
-        let wb = super::gdn::dptr(gpu, scratch.as_ref().expect("allocated above"));
+        let wb = dptr(gpu, scratch.as_ref().expect("allocated above"));
         for n0 in (0..n).step_by(rows) {
             let nt = rows.min(n - n0);
             launch_dequant(gpu, w, n0, nt, wb)?;
@@ -302,7 +302,7 @@ fn check_dequant(
 ) -> Result<Outcome, GpuError> {
     let (w, payload) = random_weight(gpu, route.format, n, k, rng)?;
     let out = gpu.upload(&vec![0x7fc0u16; rows * k])?;
-    launch_dequant(gpu, &w, row0, rows, super::gdn::dptr(gpu, &out))?;
+    launch_dequant(gpu, &w, row0, rows, dptr(gpu, &out))?;
     gpu.synchronize()?;
     let got_bits = gpu.download(&out)?;
     let mut row = vec![0f32; k];
@@ -350,12 +350,7 @@ fn check_act(gpu: &Gpu, n: usize, rng: &mut impl Rng) -> Result<Outcome, GpuErro
     }
     let dx = gpu.upload(&x)?;
     let dy = gpu.upload(&vec![0x7f81u16; n])?;
-    launch_act_bf16(
-        gpu,
-        super::gdn::dptr(gpu, &dx),
-        super::gdn::dptr(gpu, &dy),
-        n,
-    )?;
+    launch_act_bf16(gpu, dptr(gpu, &dx), dptr(gpu, &dy), n)?;
     gpu.synchronize()?;
     let got = gpu.download(&dy)?;
     let differ = got
@@ -399,15 +394,9 @@ fn check_route(
     } else {
         gpu.upload(&vec![f32::NAN; t * n])?
     };
-    let yp = super::gdn::dptr(gpu, &dy);
-    let res = (epilogue == Epilogue::Residual).then(|| {
-        if in_place {
-            yp
-        } else {
-            super::gdn::dptr(gpu, &dr)
-        }
-    });
-    p.launch_tiled(gpu, &w, super::gdn::dptr(gpu, &dx), res, yp, t, cap)?;
+    let yp = dptr(gpu, &dy);
+    let res = (epilogue == Epilogue::Residual).then(|| if in_place { yp } else { dptr(gpu, &dr) });
+    p.launch_tiled(gpu, &w, dptr(gpu, &dx), res, yp, t, cap)?;
     gpu.synchronize()?;
     let all = gpu.download(&dy)?;
     let (got, want) = super::linear::sampled_check_f32(
@@ -527,18 +516,14 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         let (w, _) = random_weight(gpu, fmt, n, k, &mut rng)?;
         let rows = tile_rows(n, k, SCRATCH_ELEMS);
         let scratch: CudaSlice<u16> = gpu.alloc_zeros(rows * k)?;
-        let wb = super::gdn::dptr(gpu, &scratch);
+        let wb = dptr(gpu, &scratch);
         for (ti, &t) in ts.iter().enumerate() {
             let xs: Vec<f32> = block.iter().copied().cycle().take(t * k).collect();
             let x = gpu.upload(&xs)?;
             drop(xs);
             let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
             let xb: CudaSlice<u16> = gpu.alloc_zeros(t * k)?;
-            let (xp, yp, xbp) = (
-                super::gdn::dptr(gpu, &x),
-                super::gdn::dptr(gpu, &y),
-                super::gdn::dptr(gpu, &xb),
-            );
+            let (xp, yp, xbp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &xb));
             let route_us = median_us(gpu, 2, 10, |_| p.launch(gpu, &w, xp, None, yp, t))?;
             let dequant_us = median_us(gpu, 2, 10, |_| {
                 for n0 in (0..n).step_by(rows) {

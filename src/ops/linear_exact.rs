@@ -40,7 +40,7 @@ pub use super::rmsnorm::NormWeight;
 use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
+use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
@@ -1032,11 +1032,11 @@ fn check(
     let dr = gpu.upload(&r)?;
     let dnw = gpu.upload(&nw)?;
     let dy = gpu.upload(&vec![f32::NAN; t * n])?;
-    let res = (route.epilogue == Epilogue::Residual).then(|| super::gdn::dptr(gpu, &dr));
+    let res = (route.epilogue == Epilogue::Residual).then(|| dptr(gpu, &dr));
     let prologue = match route.prologue {
         PrologueKind::None => Prologue::None,
         PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
-            weight: super::gdn::dptr(gpu, &dnw),
+            weight: dptr(gpu, &dnw),
             eps,
             conv,
         },
@@ -1046,10 +1046,10 @@ fn check(
         gpu,
         route,
         w,
-        super::gdn::dptr(gpu, &dx),
+        dptr(gpu, &dx),
         &prologue,
         res,
-        super::gdn::dptr(gpu, &dy),
+        dptr(gpu, &dy),
         t,
         over,
     )?;
@@ -1429,7 +1429,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
             let peer_batched_us = median_batched_us(gpu, 15, |i| {
                 blas.gemm_bf16(gpu, &wdev[i % wsets], &xb, &mut yb, (t, n, k))
             })?;
-            let (xp, yp) = (super::gdn::dptr(gpu, &x), super::gdn::dptr(gpu, &y));
+            let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
             for route in routes {
                 let us = median_us(gpu, 5, 50, |i| {
                     launch(gpu, &route, &weights[i % sets], xp, None, yp, t)
@@ -1499,15 +1499,11 @@ fn bench_prologues(
         let (x, nw) = (gpu.upload(&xs)?, gpu.upload(&nw)?);
         let y: CudaSlice<f32> = gpu.alloc_zeros(n)?;
         let r: CudaSlice<f32> = gpu.alloc_zeros(n)?;
-        let (xp, yp, rp) = (
-            super::gdn::dptr(gpu, &x),
-            super::gdn::dptr(gpu, &y),
-            super::gdn::dptr(gpu, &r),
-        );
+        let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
         let res = (epilogue == Epilogue::Residual).then_some(rp);
         let fused = match kind {
             PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
-                weight: super::gdn::dptr(gpu, &nw),
+                weight: dptr(gpu, &nw),
                 eps: 1e-6,
                 conv,
             },

@@ -37,7 +37,7 @@ use super::linear_exact::ExactRoute;
 use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
 use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{dptr, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 use crate::qualify::{Outcome, ALLOW_F32};
 
@@ -280,15 +280,10 @@ fn check(
     } else {
         gpu.upload(&vec![f32::NAN; t * n])?
     };
-    let yp = super::gdn::dptr(gpu, &dy);
-    let res = (route.epilogue == Epilogue::Residual).then(|| {
-        if in_place {
-            yp
-        } else {
-            super::gdn::dptr(gpu, &dr)
-        }
-    });
-    launch(gpu, route, w, super::gdn::dptr(gpu, &dx), res, yp, t)?;
+    let yp = dptr(gpu, &dy);
+    let res =
+        (route.epilogue == Epilogue::Residual).then(|| if in_place { yp } else { dptr(gpu, &dr) });
+    launch(gpu, route, w, dptr(gpu, &dx), res, yp, t)?;
     gpu.synchronize()?;
     let all = gpu.download(&dy)?;
     let (got, want) = super::linear::sampled_check_f32(
@@ -409,7 +404,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 let peer_us = median_us(gpu, 3, 20, |i| {
                     blas.gemm_bf16(gpu, &wdev[i % wsets], &xb, &mut yb, (t, n, k))
                 })?;
-                let (xp, yp) = (super::gdn::dptr(gpu, &x), super::gdn::dptr(gpu, &y));
+                let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
                 let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
                 let flops = 2.0 * (t * n * k) as f64;
                 let shape = format!("T={t} N={n} K={k}");

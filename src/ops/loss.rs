@@ -9,9 +9,9 @@
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+use crate::gpu::dptr;
 use crate::gpu::{Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
-use crate::ops::gdn::dptr;
 use crate::qualify::Outcome;
 
 const FAMILY: &str = "loss";

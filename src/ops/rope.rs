@@ -9,10 +9,10 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 
 use crate::engine::backend::{Rope, RopeStyle};
+use crate::gpu::dptr;
 use crate::gpu::{Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 use crate::ops::attention::{launch_kv_append, KvType};
-use crate::ops::gdn::dptr;
 use crate::ops::Pos;
 use crate::qualify::{rel_l2, Outcome, ALLOW_F32};
 

@@ -10,8 +10,8 @@ use rand_distr::StandardNormal;
 use serde::Serialize;
 
 use crate::formats::{Format, Layout};
+use crate::gpu::dptr;
 use crate::gpu::{EventTimer, Gpu, GpuError};
-use crate::ops::gdn::dptr;
 use crate::ops::linear::{sampled_check_f32, Epilogue};
 use crate::ops::linear_exact::{self, ExactRoute};
 use crate::ops::weight::{random_payload, DeviceWeight};

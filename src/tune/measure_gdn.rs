@@ -10,12 +10,12 @@
 
 use rand::SeedableRng;
 
-use crate::gpu::{CudaSlice, Gpu, GpuError, Graph};
+use crate::gpu::{dptr, CudaSlice, Gpu, GpuError, Graph};
 use crate::ops::gdn::bench::{random_f32, random_state};
 use crate::ops::gdn::drift::realistic_params;
 use crate::ops::gdn::{
-    check_step_route, dptr, launch_recurrent, GdnDims, GdnState, GdnWeights, RawInputs,
-    RecurrentRoute, StateType,
+    check_step_route, launch_recurrent, GdnDims, GdnState, GdnWeights, RawInputs, RecurrentRoute,
+    StateType,
 };
 
 use super::gdn;

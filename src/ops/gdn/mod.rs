@@ -25,10 +25,10 @@ pub mod reference;
 pub use bench::bench;
 pub use qualify::{check_step_route, qualify, qualify_prefill};
 
-use cudarc::driver::{DevicePtr, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use serde::Serialize;
 
-use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
+use crate::gpu::{dptr, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
 
 /// Head counts and dims of one GDN layer.
@@ -485,11 +485,6 @@ pub fn instantiations() -> Vec<KernelSpec> {
     specs.push(convert_spec(true));
     specs.push(convert_spec(false));
     specs
-}
-
-/// The device address of a buffer (event tracking is off on our contexts).
-pub fn dptr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> u64 {
-    s.device_ptr(gpu.stream()).0
 }
 
 fn launch_err(spec: &KernelSpec) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
