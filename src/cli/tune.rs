@@ -130,7 +130,12 @@ pub struct TuneRunArgs {
     pub contexts: Vec<usize>,
     /// KV cache types to tune the decode attention for, comma-separated: f32 (the default
     /// cache), bf16 (`--kv-bf16`).
-    #[arg(long, value_name = "TYPE,...", value_delimiter = ',', default_value = "f32")]
+    #[arg(
+        long,
+        value_name = "TYPE,...",
+        value_delimiter = ',',
+        default_value = "f32"
+    )]
     pub kv: Vec<String>,
     /// Lanes (sequences decoding together) to tune the GDN decode step for, comma-separated;
     /// each stands for its bucket (1, 2, 3-4, 5-8, ...) and is timed at the bucket's upper
@@ -239,7 +244,11 @@ impl Plan {
     fn keys(&self) -> usize {
         self.jobs.iter().map(|j| j.tiles.len()).sum::<usize>()
             + self.gdn_jobs.iter().map(|j| j.buckets.len()).sum::<usize>()
-            + self.attn_jobs.iter().map(|j| j.contexts.len()).sum::<usize>()
+            + self
+                .attn_jobs
+                .iter()
+                .map(|j| j.contexts.len())
+                .sum::<usize>()
     }
 }
 

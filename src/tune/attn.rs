@@ -182,11 +182,11 @@ mod tests {
         assert_eq!(ctx_bucket(4096), 4096);
         assert_eq!(ctx_bucket(4097), 8192);
         for bad in [
-            "attn_split/f64/h9/kv3/t1/n512/k64",  // cache type
-            "attn_split/f32/h9/kv4/t1/n512/k64",  // not whole groups
-            "attn_split/f32/h9/kv3/t1/n500/k64",  // not a bucket
-            "attn_split/f32/h9/kv3/t1/n128/k64",  // below the smallest
-            "attn_split/f32/h9/kv3/t1/n512/k80",  // no kernel
+            "attn_split/f64/h9/kv3/t1/n512/k64",   // cache type
+            "attn_split/f32/h9/kv4/t1/n512/k64",   // not whole groups
+            "attn_split/f32/h9/kv3/t1/n500/k64",   // not a bucket
+            "attn_split/f32/h9/kv3/t1/n128/k64",   // below the smallest
+            "attn_split/f32/h9/kv3/t1/n512/k80",   // no kernel
             "attn_split/f32/h9/kv3/x/t1/n512/k64", // extra part
             "linear_exact/q4_g64/t1/n576/k576",
         ] {

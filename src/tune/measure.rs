@@ -219,14 +219,8 @@ pub fn tune_exact(
         let mut timings = Vec::with_capacity(routes.len());
         let mut graphs = Vec::with_capacity(routes.len());
         for route in &routes {
-            let (timing, graph) = qualify_and_capture(
-                gpu,
-                route,
-                &weights,
-                &payload,
-                (xp, yp, t),
-                &mut rng,
-            );
+            let (timing, graph) =
+                qualify_and_capture(gpu, route, &weights, &payload, (xp, yp, t), &mut rng);
             progress(&key, &exact::short(route));
             timings.push(timing);
             graphs.push(graph);
@@ -358,7 +352,9 @@ pub fn summarise_rounds(medians: &mut [f64]) -> (f64, f64) {
     let median = crate::bench::median(medians);
     let (lo, hi) = medians
         .iter()
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
     (median, (hi - lo) / median.max(1e-12))
 }
 

@@ -105,7 +105,9 @@ pub fn tune_attn(
         let caches: Vec<(CudaSlice<u8>, CudaSlice<u8>)> = (0..sets)
             .map(|_| Ok((gpu.alloc_zeros(ctx * row)?, gpu.alloc_zeros(ctx * row)?)))
             .collect::<Result<_, GpuError>>()?;
-        let q: Vec<f32> = (0..d.q_width()).map(|_| rng.sample(StandardNormal)).collect();
+        let q: Vec<f32> = (0..d.q_width())
+            .map(|_| rng.sample(StandardNormal))
+            .collect();
         let q = gpu.upload(&q)?;
         let o: CudaSlice<f32> = gpu.alloc_zeros(d.q_width())?;
         let pos = gpu.upload(&[(live - 1) as i32])?;
@@ -200,7 +202,10 @@ mod tests {
             dims: SMOLLM2,
             contexts: vec![512, 4096],
         };
-        assert_eq!(job.cells(), 2 * attn::candidates(KvType::F32, &SMOLLM2).len());
+        assert_eq!(
+            job.cells(),
+            2 * attn::candidates(KvType::F32, &SMOLLM2).len()
+        );
         assert_eq!(
             job.keys(),
             [

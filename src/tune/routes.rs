@@ -88,9 +88,9 @@ impl RouteTable {
                 continue;
             }
             if super::family_of(&r.key) == attn::FAMILY {
-                match attn::parse(&key)
-                    .and_then(|(kv, d, t, ctx)| Some((kv, d, t, ctx, attn::split_for(kv, &d, &r.entry)?)))
-                {
+                match attn::parse(&key).and_then(|(kv, d, t, ctx)| {
+                    Some((kv, d, t, ctx, attn::split_for(kv, &d, &r.entry)?))
+                }) {
                     Some((kv, d, t, ctx, split)) => {
                         table
                             .attn

@@ -73,8 +73,7 @@ pub fn gdn_dims(files: &ModelFiles) -> Vec<GdnDims> {
 pub fn attn_dims(files: &ModelFiles) -> Vec<crate::ops::attention::AttnDims> {
     let c = &files.config;
     let any = c.layer_types.is_empty()
-        || c
-            .layer_types
+        || c.layer_types
             .contains(&crate::model::config::LayerType::FullAttention);
     (any && c.num_attention_heads > 0 && c.num_key_value_heads > 0 && c.head_dim > 0)
         .then(|| {
