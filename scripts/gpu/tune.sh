@@ -16,7 +16,9 @@
 # run1.toml (the profile to install as tuning/<device>.toml), run2.toml, run*.jsonl (every
 # candidate's timing), tune*.txt, compare.txt/.json, table.txt, check.txt,
 # decode.txt/.jsonl, decode-summary.txt, phases.txt. Knobs: REPS (replays per round,
-# default 10), ROUNDS (default 3), CONTEXTS (default 512,4096), E2E_ROUNDS (default 2).
+# default 10), ROUNDS (default 3), CONTEXTS (default 512,4096), E2E_ROUNDS (default 2),
+# MODELS (default qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m), E2E_LONG=0 skips the 3.5k
+# context decode.
 set -uo pipefail
 source scripts/gpu/context.sh
 B="${B:-.gpu/ninfer}"
@@ -24,6 +26,7 @@ export NINFER_CACHE_DIR="${NINFER_CACHE_DIR:-/tmp/ninfer-cache}"
 export NINFER_REV="$rev"
 REPS="${REPS:-10}"
 ROUNDS="${ROUNDS:-3}"
+MODELS="${MODELS:-qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m}"
 CONTEXTS="${CONTEXTS:-512,4096}"
 E2E_ROUNDS="${E2E_ROUNDS:-2}"
 rc=0
@@ -36,7 +39,7 @@ phase() { # $1: name, $2: start seconds
 tune_run() { # $1: run number
     local out="$OUT/run$1.toml" log="$OUT/tune$1.txt" start=$SECONDS
     rm -f "$out"
-    local args=(--synthetic qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m --weights q4_g64
+    local args=(--synthetic "$MODELS" --weights q4_g64
                 --tokens 1 --lanes 1 --gdn-state f32 --kv f32 --contexts "$CONTEXTS"
                 --reps "$REPS" --rounds "$ROUNDS" --out "$out" --json "$OUT/run$1.jsonl")
     echo "\$ ninfer tune ${args[*]}" > "$log"
@@ -85,10 +88,12 @@ start=$SECONDS
 decode "$E2E_ROUNDS" "synthetic SmolLM2 q4_g64 ctx 16" \
     --synthetic smollm2-135m --weights q4_g64 --decode-tokens 256
 phase "e2e SmolLM2 short context" "$start"
-start=$SECONDS
-decode "$E2E_ROUNDS" "synthetic SmolLM2 q4_g64 ctx 3500" \
-    --synthetic smollm2-135m --weights q4_g64 --decode-context 3500 --decode-tokens 128
-phase "e2e SmolLM2 3.5k context" "$start"
+if [ "${E2E_LONG:-1}" = 1 ]; then
+    start=$SECONDS
+    decode "$E2E_ROUNDS" "synthetic SmolLM2 q4_g64 ctx 3500" \
+        --synthetic smollm2-135m --weights q4_g64 --decode-context 3500 --decode-tokens 128
+    phase "e2e SmolLM2 3.5k context" "$start"
+fi
 if [ "${E2E_27B:-0}" = 1 ]; then
     start=$SECONDS
     decode 1 "synthetic 27B q4_g64 ctx 16" --synthetic qwen3.6-27b --weights q4_g64 --decode-tokens 64
