@@ -1095,9 +1095,26 @@ mod tests {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
             families_for(&s(&["linear_exact", "gdn_step"])).unwrap(),
-            (true, true)
+            (true, true, false)
         );
-        assert_eq!(families_for(&s(&["gdn_step"])).unwrap(), (false, true));
+        assert_eq!(
+            families_for(&s(&["gdn_step"])).unwrap(),
+            (false, true, false)
+        );
+        assert_eq!(
+            families_for(&s(&["attn_split"])).unwrap(),
+            (false, false, true)
+        );
+        assert_eq!(
+            context_buckets(&[4096, 300, 512, 1]).unwrap(),
+            vec![256, 512, 4096]
+        );
+        assert!(context_buckets(&[0]).is_err());
+        assert_eq!(
+            kv_types(&s(&["bf16", "f32", "bf16"])).unwrap(),
+            vec![KvType::Bf16, KvType::F32]
+        );
+        assert!(kv_types(&s(&["f16"])).is_err());
         assert!(families_for(&s(&["attention"]))
             .unwrap_err()
             .message

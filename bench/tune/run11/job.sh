@@ -17,7 +17,7 @@ echo "tune.sh exit $?"
 # (s256) for SmolLM2's attention at capacity 512, the cache growing from 256 to 512 during
 # the timed decode: the engine must take the split and recapture the step at the new
 # capacity (the kernel loaded beforehand by tune::attn::preload).
-if [ "${FORCE_SPLIT_CHECK:-0}" = 1 ] && [ -f /tmp/tune-out/run1.toml ]; then
+if [ "${FORCE_SPLIT_CHECK:-0}" = 1 ] && [ -f run1.toml ]; then
     T=/tmp/tune-out
     sed '/key = "attn_split\/f32\/h9\/kv3\/t1\/n512\/k64"/{n;s/_s64"/_s256"/}' \
         "$T/run1.toml" > "$T/forced.toml"
@@ -34,5 +34,5 @@ if [ "${FORCE_SPLIT_CHECK:-0}" = 1 ] && [ -f /tmp/tune-out/run1.toml ]; then
 fi
 tar czf "$O/tune-out.tgz" -C /tmp tune-out
 for f in run1.toml table.txt phases.txt decode-summary.txt; do
-    cp "/tmp/tune-out/$f" "$O/" 2>/dev/null
+    cp "$f" "$O/" 2>/dev/null
 done
