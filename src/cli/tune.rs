@@ -573,11 +573,17 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
                 println!("{:<44}  {:>10}  {}", key, c.len(), attn::short(&c[0]));
             }
         }
+        let gdn_note = match plan.gdn_jobs.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; a gdn_step candidate: {} samples of {BATCH} replays of a graph of steps",
+                args.reps + 1
+            ),
+        };
         println!(
-            "{keys} keys, {cells} candidates to qualify and time ({} rounds of {} graph replays each; gdn_step {} samples of {BATCH} step graphs)",
+            "{keys} keys, {cells} candidates to qualify and time ({} rounds of {} graph replays each{gdn_note})",
             args.rounds,
             args.reps + 1,
-            args.reps + 1
         );
         return Ok(());
     }
