@@ -208,12 +208,20 @@ fn dry_run_lists_the_keys_of_a_model() {
         "linear_exact/q8_g32/t8/n960/k576",
         "linear_exact/q8_g32/t1/n49152/k576",
         "linear_exact/q8_g32/t1/n576/k1536",
+        // The attention layers' split at each default context bucket.
+        "attn_split/f32/h9/kv3/t1/n512/k64",
+        "attn_split/f32/h9/kv3/t1/n4096/k64",
+        "attn_split/f32/h9/kv3/t1/n32768/k64",
     ] {
         assert!(stdout.contains(key), "{key} in\n{stdout}");
     }
     assert!(!stdout.contains("/t2/"), "{stdout}");
-    assert!(stdout.contains("14 keys"), "{stdout}");
+    assert!(stdout.contains("17 keys"), "{stdout}");
     assert!(stderr.contains("7 linear shapes in q8_g32"), "{stderr}");
+    assert!(
+        stderr.contains("attention layers nH=9 nKV=3 hd=64"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -405,6 +413,28 @@ fn bad_input_is_one_sentence_and_exit_2() {
             "--family attn",
         ),
         (vec!["tune", "--shape", "12", "--dry-run"], "--shape 12"),
+        (
+            vec![
+                "tune",
+                "--synthetic",
+                "smollm2-135m",
+                "--contexts",
+                "0",
+                "--dry-run",
+            ],
+            "--contexts 0",
+        ),
+        (
+            vec![
+                "tune",
+                "--synthetic",
+                "smollm2-135m",
+                "--kv",
+                "f64",
+                "--dry-run",
+            ],
+            "--kv f64",
+        ),
         (
             vec![
                 "tune",

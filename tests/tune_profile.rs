@@ -328,16 +328,81 @@ fn round_trip_with_gdn_keys() {
     assert_eq!(table.exact(q4, 1, 576, 576), Some(lin[1].kernel));
 }
 
-/// The committed H200 profile (made before the gdn_step family existed) still loads.
+/// The committed H200 profile loads (schema, fingerprint consistent with its own fields),
+/// and every key is of a family this build knows, at a shape that family can name; which
+/// families it holds is up to the run that made it.
 #[test]
-fn a_profile_without_gdn_keys_still_loads() {
+fn the_committed_profile_loads_and_its_keys_are_known() {
+    use ninfer::tune::{attn, exact, family_of, gdn};
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning/nvidia-h200.toml");
     let p = Profile::load(&path).unwrap();
     assert!(!p.routes.is_empty());
-    assert!(p.routes.iter().all(|r| !r.key.starts_with("gdn_step/")));
-    let (table, _) = ninfer::tune::RouteTable::from_profile(&p, &path);
-    assert!(table
-        .family_counts()
-        .iter()
-        .all(|(f, _)| *f == "linear_exact"));
+    assert_eq!(p.device.id, p.device.fingerprint().id());
+    assert_eq!(p.device.template_set_hash.len(), 64, "a blake3 hex digest");
+    for r in &p.routes {
+        let key: ShapeKey = r.key.parse().unwrap();
+        let known = match family_of(&r.key) {
+            f if f == exact::FAMILY => {
+                exact::format_of(&key).is_some() && exact::TILES.contains(&key.t_bucket)
+            }
+            f if f == gdn::FAMILY => gdn::parse(&key).is_some(),
+            f if f == attn::FAMILY => attn::parse(&key).is_some(),
+            _ => false,
+        };
+        assert!(known, "{}: not a key of a known family", r.key);
+        assert!(
+            !r.entry.is_empty() && !r.default_entry.is_empty(),
+            "{}",
+            r.key
+        );
+        assert!(r.candidates as usize >= r.times_us.len(), "{}", r.key);
+    }
+}
+
+/// A profile with attn_split keys round-trips, and the route table maps them back to splits;
+/// a key of a family this build does not know is loaded but not taken, with a notice.
+#[test]
+fn round_trip_with_attn_keys_and_an_unknown_family() {
+    use ninfer::ops::attention::{AttnKind, KvType, SMOLLM2};
+    use ninfer::tune::{attn, RouteTable};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nvidia-h200.toml");
+    let c = attn::candidates(KvType::F32, &SMOLLM2);
+    let mut p = Profile::new(&h200("ab12"));
+    let akey = attn::key(KvType::F32, &SMOLLM2, 1, 4096).to_string();
+    assert_eq!(akey, "attn_split/f32/h9/kv3/t1/n4096/k64");
+    p.set_route(Route {
+        key: akey,
+        entry: c[1].spec().entry,
+        median_us: 9.5,
+        default_entry: c[0].spec().entry,
+        default_us: 11.0,
+        candidates: c.len() as u32,
+        times_us: vec![11.0, 9.5, 10.0],
+    });
+    p.set_route(route("future_family/op/t1/n8/k8", "some_kernel", 1.0));
+    p.save_merged(&path).unwrap();
+    let back = Profile::load(&path).unwrap();
+    assert_eq!(back.routes.len(), 2);
+    let (table, notice) = RouteTable::from_profile(&back, &path);
+    let notice = notice.expect("the unknown family is reported");
+    assert!(
+        notice.contains("1 route belong to an op family this build does not tune"),
+        "{notice}"
+    );
+    assert_eq!(table.family_counts(), [(attn::FAMILY, 1)]);
+    let AttnKind::Decode { split } = c[1].kind else {
+        panic!("decode candidates")
+    };
+    assert_eq!(table.attn(KvType::F32, &SMOLLM2, 1, 3000), Some(split));
+    assert_eq!(table.attn(KvType::F32, &SMOLLM2, 1, 5000), None);
+    assert_eq!(table.attn_splits(KvType::F32, &SMOLLM2, 1), [split]);
+    // An entry this build does not offer for the key is not taken either.
+    let mut stale = back.clone();
+    stale.routes[0].entry = "attn_decode_f32_d64_s999".into();
+    let (table, notice) = RouteTable::from_profile(&stale, &path);
+    assert!(table.is_empty());
+    assert!(notice
+        .unwrap()
+        .contains("name a kernel this build does not offer"));
 }

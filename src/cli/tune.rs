@@ -14,31 +14,39 @@ use crate::formats::Format;
 use crate::gpu::{Gpu, GpuError};
 use crate::model::synthetic::SHAPES_HELP;
 use crate::model::ModelLocation;
+use crate::ops::attention::KvType;
 use crate::ops::gdn::StateType;
 use crate::tune::compare::{self, split_part, Verdict};
 use crate::tune::measure::{self, ExactJob, KeyResult, TuneOptions, BATCH};
+use crate::tune::measure_attn::{self, AttnJob};
 use crate::tune::measure_gdn::{self, GdnJob};
 use crate::tune::profile::{describe, ProfileError};
 use crate::tune::routes::{default_profile_path, resolve, search_dirs, ProfileRequest};
-use crate::tune::{exact, gdn, shapes, Fingerprint, Profile};
+use crate::tune::{attn, exact, gdn, shapes, Fingerprint, Profile};
 
 const TUNE_HELP: &str = "\
 Times every candidate route at the shapes of the models given (the linear layers' weight
 shapes N x K, at each token bucket of --tokens; the GDN layers' dims, at each lanes bucket
-of --lanes and each state type of --gdn-state) on GPU 0, and writes the winners to the
-device's profile, which every later run on this device loads (see tuning/README.md).
+of --lanes and each state type of --gdn-state; the attention layers' head layout, at each
+context of --contexts) on GPU 0, and writes the winners to the device's profile, which every
+later run on this device loads (see tuning/README.md).
 
 A candidate is timed only if it first passes a qualification check at that shape against
 the f64 host reference; one that fails counts as infinitely slow. Each is timed with CUDA
-events, launched as the engine launches it, over rotating copies of a random weight (or GDN
-state) larger than the L2 cache: --reps samples of 20 launches back to back, the median kept. The default
-(the built-in heuristics' choice) is kept unless a challenger beats it by more than --margin;
-ties go to the candidate listed first, so the choice is deterministic.
+events as the engine runs it: linear_exact and attn_split as a CUDA graph of launches back
+to back (with programmatic edges where the device takes PDL), each on the next of rotating
+copies of a random weight (or KV cache) larger than the L2 cache, in --rounds interleaved
+rounds of --reps replays; a candidate's time is the median of its rounds' medians, and the
+key's noise the spread of the round medians (gdn_step: --reps samples of 20 replays of a
+graph of steps). The default (the built-in heuristics' choice) is kept unless a challenger
+beats it by more than --margin or the key's noise, whichever is larger; ties go to the
+candidate listed first, so the choice is deterministic.
 
 Route families tuned (--family): linear_exact (the decode path's GEMV for T <= 8: the
 stream kernel's work split per weight format q4_g64 / q5_g64 / q6_g64 / q8_g32, column tile
 and exact N, K) and gdn_step (the Gated DeltaNet decode step's tile per state type, lanes
-bucket and HK, HV, dk, dv; models without GDN layers add no gdn_step keys).
+bucket and HK, HV, dk, dv; models without GDN layers add no gdn_step keys) and attn_split
+(the decode attention's split-K width per KV cache type, head layout and context bucket).
 
 Examples:
   ninfer tune --synthetic qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m
@@ -102,14 +110,33 @@ pub struct TuneRunArgs {
         default_value = "1,2,4,8"
     )]
     pub tokens: Vec<usize>,
-    /// Route families to tune, comma-separated: linear_exact, gdn_step.
+    /// Route families to tune, comma-separated: linear_exact, gdn_step, attn_split.
     #[arg(
         long,
         value_name = "FAMILY,...",
         value_delimiter = ',',
-        default_value = "linear_exact,gdn_step"
+        default_value = "linear_exact,gdn_step,attn_split"
     )]
     pub family: Vec<String>,
+    /// KV cache capacities to tune the decode attention for, comma-separated; each stands
+    /// for its bucket (the next power of two, at least 256), timed with three quarters of it
+    /// live.
+    #[arg(
+        long,
+        value_name = "KEYS,...",
+        value_delimiter = ',',
+        default_value = "512,4096,32768"
+    )]
+    pub contexts: Vec<usize>,
+    /// KV cache types to tune the decode attention for, comma-separated: f32 (the default
+    /// cache), bf16 (`--kv-bf16`).
+    #[arg(
+        long,
+        value_name = "TYPE,...",
+        value_delimiter = ',',
+        default_value = "f32"
+    )]
+    pub kv: Vec<String>,
     /// Lanes (sequences decoding together) to tune the GDN decode step for, comma-separated;
     /// each stands for its bucket (1, 2, 3-4, 5-8, ...) and is timed at the bucket's upper
     /// bound.
@@ -134,9 +161,14 @@ pub struct TuneRunArgs {
     /// <cache>/tuning/<device>.toml, where the engine looks for it.
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
-    /// Timed samples per candidate (each the mean of 20 launches); the median is kept.
+    /// Timed replays per candidate and round (gdn_step: timed samples of 20 replays); the
+    /// median is kept.
     #[arg(long, value_name = "N", default_value_t = 15)]
     pub reps: usize,
+    /// Interleaved rounds over each key's candidates (linear_exact, attn_split): the spread
+    /// of the rounds' medians is the key's noise.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub rounds: usize,
     /// How much faster, in percent, a challenger must be to replace the default.
     #[arg(long, value_name = "PERCENT", default_value_t = 3.0)]
     pub margin: f64,
@@ -198,6 +230,7 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
 struct Plan {
     jobs: Vec<ExactJob>,
     gdn_jobs: Vec<GdnJob>,
+    attn_jobs: Vec<AttnJob>,
     notes: Vec<String>,
 }
 
@@ -205,31 +238,73 @@ impl Plan {
     fn cells(&self) -> usize {
         self.jobs.iter().map(ExactJob::cells).sum::<usize>()
             + self.gdn_jobs.iter().map(GdnJob::cells).sum::<usize>()
+            + self.attn_jobs.iter().map(AttnJob::cells).sum::<usize>()
     }
 
     fn keys(&self) -> usize {
         self.jobs.iter().map(|j| j.tiles.len()).sum::<usize>()
             + self.gdn_jobs.iter().map(|j| j.buckets.len()).sum::<usize>()
+            + self
+                .attn_jobs
+                .iter()
+                .map(|j| j.contexts.len())
+                .sum::<usize>()
     }
 }
 
-/// The families `--family` names, checked.
-fn families_for(names: &[String]) -> Result<(bool, bool), CliError> {
-    let (mut linear, mut gdn_step) = (false, false);
+/// The families `--family` names, checked: (linear_exact, gdn_step, attn_split).
+fn families_for(names: &[String]) -> Result<(bool, bool, bool), CliError> {
+    let (mut linear, mut gdn_step, mut attn_split) = (false, false, false);
     for name in names {
         match name.trim() {
             n if n == exact::FAMILY => linear = true,
             n if n == gdn::FAMILY => gdn_step = true,
+            n if n == attn::FAMILY => attn_split = true,
             other => {
                 return Err(CliError::usage(format!(
-                    "--family {other}: the tuned families are {} and {}",
+                    "--family {other}: the tuned families are {}, {} and {}",
                     exact::FAMILY,
-                    gdn::FAMILY
+                    gdn::FAMILY,
+                    attn::FAMILY
                 )))
             }
         }
     }
-    Ok((linear, gdn_step))
+    Ok((linear, gdn_step, attn_split))
+}
+
+/// The context buckets `--contexts` names, sorted.
+fn context_buckets(contexts: &[usize]) -> Result<Vec<usize>, CliError> {
+    let mut v: Vec<usize> = Vec::new();
+    for &c in contexts {
+        if c == 0 || c > 1 << 20 {
+            return Err(CliError::usage(format!(
+                "--contexts {c}: give cache capacities from 1 to 1048576 keys"
+            )));
+        }
+        let b = attn::ctx_bucket(c);
+        if !v.contains(&b) {
+            v.push(b);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+fn kv_types(names: &[String]) -> Result<Vec<KvType>, CliError> {
+    let mut v: Vec<KvType> = Vec::new();
+    for name in names {
+        let k = KvType::ALL
+            .into_iter()
+            .find(|k| k.short() == name.trim())
+            .ok_or_else(|| {
+                CliError::usage(format!("--kv {name}: the KV cache types are f32 and bf16"))
+            })?;
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    Ok(v)
 }
 
 /// The lanes buckets `--lanes` names, sorted.
@@ -312,10 +387,15 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     if args.reps < 3 {
         return Err(CliError::usage("--reps must be at least 3"));
     }
+    if args.rounds == 0 {
+        return Err(CliError::usage("--rounds must be at least 1"));
+    }
     if !(0.0..50.0).contains(&args.margin) {
         return Err(CliError::usage("--margin is a percentage from 0 to 50"));
     }
-    let (linear, gdn_step) = families_for(&args.family)?;
+    let (linear, gdn_step, attn_split) = families_for(&args.family)?;
+    let contexts = context_buckets(&args.contexts)?;
+    let kvs = kv_types(&args.kv)?;
     let tiles = tiles_for(&args.tokens)?;
     let buckets = lanes_buckets(&args.lanes)?;
     let states = gdn_states(&args.gdn_state)?;
@@ -355,6 +435,7 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     let mut wanted: BTreeMap<(String, usize, usize), &'static Format> = BTreeMap::new();
     let mut notes = Vec::new();
     let mut gdn_jobs: Vec<GdnJob> = Vec::new();
+    let mut attn_jobs: Vec<AttnJob> = Vec::new();
     let mut add = |label: &str, list: &[(usize, usize)], notes: &mut Vec<String>| {
         for &f in &formats {
             let mut kept = 0;
@@ -386,6 +467,25 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
         let label = loc.path().display().to_string();
         let list = shapes::linear_shapes(&files);
         add(&label, &list, &mut notes);
+        for d in shapes::attn_dims(&files).into_iter().filter(|_| attn_split) {
+            if !attn::tunable(&d) {
+                notes.push(format!(
+                    "{label}: its attention layers ({}) have no attn_split candidates",
+                    d.describe()
+                ));
+                continue;
+            }
+            notes.push(format!("{label}: attention layers {}", d.describe()));
+            for &kv in &kvs {
+                if !attn_jobs.iter().any(|j| j.dims == d && j.kv == kv) {
+                    attn_jobs.push(AttnJob {
+                        kv,
+                        dims: d,
+                        contexts: contexts.clone(),
+                    });
+                }
+            }
+        }
         if !gdn_step {
             continue;
         }
@@ -422,7 +522,7 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
             tiles: tiles.clone(),
         })
         .collect();
-    if jobs.is_empty() && gdn_jobs.is_empty() {
+    if jobs.is_empty() && gdn_jobs.is_empty() && attn_jobs.is_empty() {
         return Err(CliError::usage(if linear {
             "no linear layer of these models can be held in the formats asked for, and they have no GDN layer to tune, so there is nothing to tune; try another --weights"
         } else {
@@ -432,6 +532,7 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     Ok(Plan {
         jobs,
         gdn_jobs,
+        attn_jobs,
         notes,
     })
 }
@@ -466,13 +567,23 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
                 );
             }
         }
+        for job in &plan.attn_jobs {
+            let c = attn::candidates(job.kv, &job.dims);
+            for key in job.keys() {
+                println!("{:<44}  {:>10}  {}", key, c.len(), attn::short(&c[0]));
+            }
+        }
         let gdn_note = match plan.gdn_jobs.is_empty() {
-            true => "",
-            false => "; a gdn_step launch is a graph of one step per state set",
+            true => String::new(),
+            false => format!(
+                "; a gdn_step candidate: {} samples of {BATCH} replays of a graph of steps",
+                args.reps + 1
+            ),
         };
         println!(
-            "{keys} keys, {cells} candidates to qualify and time ({} timed launches each{gdn_note})",
-            BATCH * (args.reps + 1)
+            "{keys} keys, {cells} candidates to qualify and time ({} rounds of {} graph replays each{gdn_note})",
+            args.rounds,
+            args.reps + 1,
         );
         return Ok(());
     }
@@ -517,6 +628,7 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     prebuild(&plan, gpu.props().arch());
     let opts = TuneOptions {
         reps: args.reps,
+        rounds: args.rounds,
         margin: args.margin / 100.0,
         seed: args.seed,
     };
@@ -567,6 +679,22 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
             }
         }
     }
+    for job in &plan.attn_jobs {
+        let r = measure_attn::tune_attn(&gpu, job, &opts, |key, split| {
+            bar.set_message(format!("{key} {split}"));
+            bar.inc(1);
+        });
+        match r {
+            Ok(r) => results.extend(r),
+            Err(e) => {
+                bar.abandon();
+                return Err(CliError::failed(format!(
+                    "tuning {} stopped ({e}); nothing was written",
+                    job.keys().join(", ")
+                )));
+            }
+        }
+    }
     bar.finish_and_clear();
     let mut profile = Profile::new(&fp);
     for r in &results {
@@ -593,7 +721,7 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     for f in &failed {
         eprintln!("not timed: {f}");
     }
-    let per_family: Vec<String> = [exact::FAMILY, gdn::FAMILY]
+    let per_family: Vec<String> = [exact::FAMILY, gdn::FAMILY, attn::FAMILY]
         .iter()
         .filter_map(|f| {
             let of: Vec<&KeyResult> = results.iter().filter(|r| r.family == *f).collect();
@@ -601,6 +729,7 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
             (!of.is_empty()).then(|| format!("{f} {} ({changed} changed)", of.len()))
         })
         .collect();
+    println!("{}", noise_line(&results));
     println!(
         "{} keys tuned in {:.0} s ({}): {changed} take a challenger, {} keep the default; {} candidates failed; wrote {}",
         results.len(),
@@ -656,6 +785,14 @@ fn prebuild(plan: &Plan, arch: crate::jit::Arch) {
             }
         }
     }
+    for job in &plan.attn_jobs {
+        for r in attn::candidates(job.kv, &job.dims) {
+            let spec = r.spec();
+            if seen.insert(spec.entry.clone()) {
+                specs.push(spec);
+            }
+        }
+    }
     eprintln!("building {} candidate kernels...", specs.len());
     specs.par_iter().for_each(|s| {
         let _ = jit.cubin(s, arch);
@@ -680,8 +817,8 @@ fn us(v: Option<f64>) -> String {
 /// The table printed at the end of a tuning run: per key, the default and the winner.
 pub fn summary_table(results: &[KeyResult]) -> String {
     let mut s = format!(
-        "{:<44}  {:<16}  {:>9}  {:<16}  {:>9}  {:>7}  {:>6}\n",
-        "key", "default", "us", "tuned", "us", "gain", "passed"
+        "{:<44}  {:<16}  {:>9}  {:<16}  {:>9}  {:>7}  {:>6}  {:>6}\n",
+        "key", "default", "us", "tuned", "us", "gain", "noise", "passed"
     );
     for r in results {
         let (d, w) = (&r.candidates[r.default], &r.candidates[r.winner]);
@@ -691,7 +828,7 @@ pub fn summary_table(results: &[KeyResult]) -> String {
             .filter(|c| c.median_us.is_some())
             .count();
         s.push_str(&format!(
-            "{:<44}  {:<16}  {:>9}  {:<16}  {:>9}  {:>7}  {:>6}\n",
+            "{:<44}  {:<16}  {:>9}  {:<16}  {:>9}  {:>7}  {:>6}  {:>6}\n",
             r.key,
             d.split,
             us(d.median_us),
@@ -700,10 +837,35 @@ pub fn summary_table(results: &[KeyResult]) -> String {
             r.gain()
                 .map(|g| format!("{:.1}%", g * 100.0))
                 .unwrap_or_else(|| "-".into()),
+            format!("{:.1}%", r.noise * 100.0),
             format!("{passed}/{}", r.candidates.len()),
         ));
     }
     s
+}
+
+/// Per family: its keys' median and largest noise (the spread each key's winner had to
+/// clear, where larger than the margin).
+pub fn noise_line(results: &[KeyResult]) -> String {
+    let mut parts = Vec::new();
+    for f in [exact::FAMILY, gdn::FAMILY, attn::FAMILY] {
+        let mut v: Vec<f64> = results
+            .iter()
+            .filter(|r| r.family == f)
+            .map(|r| r.noise)
+            .collect();
+        if v.is_empty() {
+            continue;
+        }
+        let max = v.iter().cloned().fold(0.0, f64::max);
+        let med = crate::bench::median(&mut v);
+        parts.push(format!(
+            "{f} median {:.1}%, max {:.1}%",
+            med * 100.0,
+            max * 100.0
+        ));
+    }
+    format!("noise per key: {}", parts.join("; "))
 }
 
 fn load(path: &Path) -> Result<Profile, CliError> {
@@ -939,9 +1101,26 @@ mod tests {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
             families_for(&s(&["linear_exact", "gdn_step"])).unwrap(),
-            (true, true)
+            (true, true, false)
         );
-        assert_eq!(families_for(&s(&["gdn_step"])).unwrap(), (false, true));
+        assert_eq!(
+            families_for(&s(&["gdn_step"])).unwrap(),
+            (false, true, false)
+        );
+        assert_eq!(
+            families_for(&s(&["attn_split"])).unwrap(),
+            (false, false, true)
+        );
+        assert_eq!(
+            context_buckets(&[4096, 300, 512, 1]).unwrap(),
+            vec![256, 512, 4096]
+        );
+        assert!(context_buckets(&[0]).is_err());
+        assert_eq!(
+            kv_types(&s(&["bf16", "f32", "bf16"])).unwrap(),
+            vec![KvType::Bf16, KvType::F32]
+        );
+        assert!(kv_types(&s(&["f16"])).is_err());
         assert!(families_for(&s(&["attention"]))
             .unwrap_err()
             .message

@@ -47,6 +47,7 @@ use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
 use crate::ops::{elementwise, rope, DType, Pos};
+use crate::tune::attn as tune_attn;
 use crate::tune::RouteTable;
 
 /// How the backend stores what the model hands it.
@@ -514,7 +515,12 @@ impl CudaBackend {
         let dims = Self::attn_dims(shape);
         let (kc, vc) = self.kv_ptrs(cache, layer);
         let out = self.alloc(t, q.cols);
-        let route = AttnRoute::choose(self.opts.kv, dims, t);
+        let mut route = AttnRoute::choose(self.opts.kv, dims, t);
+        tune_attn::apply(&self.routes, &mut route, dims, t, cache.capacity);
+        if self.capturing().is_none() {
+            let load = tune_attn::preload(&self.routes, &self.gpu, &route, dims, t, |r| r.spec());
+            ok("loading the tuned attention kernels", load);
+        }
         let ws = cache.ws.as_mut().expect("made by kv_reserve");
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
         ok(
@@ -553,7 +559,13 @@ impl CudaBackend {
         let dims = Self::attn_dims(shape);
         let (kc, vc) = self.kv_ptrs(cache, layer);
         let out = self.alloc(1, q.cols);
-        let route = AttnRoute::choose(self.opts.kv, dims, 1);
+        let mut route = AttnRoute::choose(self.opts.kv, dims, 1);
+        tune_attn::apply(&self.routes, &mut route, dims, 1, cache.capacity);
+        if self.capturing().is_none() {
+            let spec = |r: &AttnRoute| r.rope_spec(rope.style);
+            let load = tune_attn::preload(&self.routes, &self.gpu, &route, dims, 1, spec);
+            ok("loading the tuned attention kernels", load);
+        }
         let ws = cache.ws.as_mut().expect("made by kv_reserve");
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
         let new = attention::NewKv {

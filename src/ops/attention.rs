@@ -965,6 +965,34 @@ fn check(
     ))
 }
 
+/// The decode routes `routes` (one cache type) checked as a graph-captured decode step runs
+/// them (the tuner's qualification): one row at `pos0` with fresh random inputs, the
+/// position on the device and the split grid planned for `max_keys`, output and workspace
+/// poisoned, against the f64 reference.
+pub fn check_decode_routes(
+    gpu: &Gpu,
+    routes: &[AttnRoute],
+    dims: AttnDims,
+    pos0: usize,
+    max_keys: usize,
+    rng: &mut impl Rng,
+) -> Result<Vec<Outcome>, GpuError> {
+    let Some(kv) = routes.first().map(|r| r.kv) else {
+        return Ok(Vec::new());
+    };
+    let p = Problem::new(gpu, rng, dims, kv, 1, pos0)?;
+    p.append(gpu)?;
+    let mut ws = AttnWorkspace::new(gpu, dims, 1, max_keys)?;
+    let note = format!(" (device position, grid for {max_keys} keys)");
+    let mut outcomes = Vec::with_capacity(routes.len());
+    for route in routes {
+        assert_eq!(route.kv, kv, "check_decode_routes: one cache type");
+        poison_workspace(gpu, &mut ws)?;
+        outcomes.push(check(gpu, &p, route, &mut ws, &note, Some(max_keys))?);
+    }
+    Ok(outcomes)
+}
+
 /// Every route at every qualify case and dims of its head size, for both cache types;
 /// the KV append bit for bit; a decode step captured in a CUDA graph and replayed.
 pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {

@@ -456,7 +456,9 @@ impl ExactRoute {
     }
 }
 
-fn all_routes() -> Vec<ExactRoute> {
+/// Every instantiated route (the tuner's `linear_exact` family takes its candidates from
+/// here, so a kernel added here is tuned without a list of its own).
+pub fn all_routes() -> Vec<ExactRoute> {
     let mut v = Vec::new();
     for format in crate::formats::registry().iter() {
         for tt in TILES {

@@ -6,10 +6,11 @@
 //! Key: `linear_exact/<format>/t<tt>/n<N>/k<K>`, where `tt` is the column tile the kernel
 //! is launched with (1, 2, 4 or 8: the smallest that holds T, so it equals T's bucket for
 //! T <= 8; a T of 9 or more that the tiled sgemm route cannot take runs as several launches
-//! of 8 columns and uses the `t8` route). The candidates are
-//! [`stream_tiles`](crate::ops::linear_exact::stream_tiles)`(tt)` and, for the formats and
-//! tiles the ring kernel takes, [`ring_tiles`](crate::ops::linear_exact::ring_tiles), the
-//! default first, each with the plain epilogue: that entry name is what a profile records. The split it names
+//! of 8 columns and uses the `t8` route). The candidates are every route
+//! [`all_routes`] instantiates for the format and tile with the plain epilogue and no
+//! prologue (the stream kernel's splits and, for the formats and tiles the ring kernel takes,
+//! the ring's), but the generic GEMV, the default first: that entry name is what a profile
+//! records. The split it names
 //! serves both epilogues (the residual one adds one read of T x N floats to a kernel that
 //! streams N x K weights).
 //!
@@ -20,8 +21,7 @@
 use crate::formats::Format;
 use crate::ops::linear::Epilogue;
 use crate::ops::linear_exact::{
-    ring_supports, ring_tiles, stream_supports, stream_tiles, ExactKernel, ExactRoute,
-    PrologueKind, RING_TT,
+    all_routes, stream_supports, ExactKernel, ExactRoute, PrologueKind,
 };
 
 use super::bucket::ShapeKey;
@@ -62,31 +62,24 @@ pub fn tunable(format: &Format) -> bool {
     stream_supports(format)
 }
 
-/// The candidate routes for `format` at column tile `tt` (plain epilogue), the heuristics'
-/// choice first; empty where the stream kernel does not take the format.
+/// The candidate routes for `format` at column tile `tt` (plain epilogue, no prologue): every
+/// route `linear_exact` instantiates there but the generic GEMV, the heuristics' choice
+/// first, the others in `linear_exact::all_routes`' order (so a kernel that module adds is a
+/// candidate without a list here); empty where the stream kernel does not take the format.
 pub fn candidates(format: &'static Format, tt: u32) -> Vec<ExactRoute> {
     if !tunable(format) || !TILES.contains(&tt) {
         return Vec::new();
     }
     let base = ExactRoute::choose(format, tt as usize, Epilogue::None);
     let mut v = vec![base.clone()];
-    let mut kernels: Vec<ExactKernel> = stream_tiles(tt)
-        .iter()
-        .map(|&t| ExactKernel::Stream(t))
-        .collect();
-    if ring_supports(format) && RING_TT.contains(&tt) {
-        kernels.extend(
-            ring_tiles(format.bits, tt)
-                .iter()
-                .map(|&t| ExactKernel::Ring(t)),
-        );
-    }
-    for kernel in kernels {
-        if kernel != base.kernel {
-            v.push(ExactRoute {
-                kernel,
-                ..base.clone()
-            });
+    for r in all_routes() {
+        let here = r.format.name == format.name
+            && r.tt == tt
+            && r.epilogue == Epilogue::None
+            && r.prologue == PrologueKind::None
+            && r.kernel != ExactKernel::Gemv;
+        if here && !v.contains(&r) {
+            v.push(r);
         }
     }
     v
@@ -142,6 +135,7 @@ pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::linear_exact::{ring_supports, ring_tiles, stream_tiles, RING_TT};
 
     fn q4() -> &'static Format {
         crate::formats::format("q4_g64").unwrap()

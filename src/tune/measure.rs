@@ -1,9 +1,13 @@
 //! Timing the candidates of the `linear_exact` route family on the device (DESIGN.md section 5): each
 //! candidate is first qualified at the key's shape against the f64 host reference (outputs
 //! poisoned, fresh random inputs); one that fails, or cannot be built or launched, counts as
-//! infinitely slow. The others are timed with CUDA events, launched exactly as the engine
-//! launches them, on rotating copies of a random weight that together exceed twice the L2,
-//! and the winner is picked by [`choose_winner`].
+//! infinitely slow. The others are timed as the engine runs them: a CUDA graph of launches
+//! back to back (captured as the engine captures its decode step, so with programmatic edges
+//! where the device and the kernel take PDL), each launch on the next of rotating copies of a
+//! random weight that together exceed twice the L2. The graphs of a key's candidates are
+//! replayed in interleaved rounds ([`time_graphs`]); a candidate's time is the median of its
+//! rounds' medians, and the key's noise the spread of those round medians, so that a winner
+//! must beat the default by the margin or the noise, whichever is larger ([`choose_winner`]).
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -11,7 +15,7 @@ use serde::Serialize;
 
 use crate::formats::{Format, Layout};
 use crate::gpu::dptr;
-use crate::gpu::{EventTimer, Gpu, GpuError};
+use crate::gpu::{EventTimer, Gpu, GpuError, Graph};
 use crate::ops::linear::{sampled_check_f32, Epilogue};
 use crate::ops::linear_exact::{self, ExactRoute};
 use crate::ops::weight::{random_payload, DeviceWeight};
@@ -25,15 +29,24 @@ use super::profile::{choose_winner, Route};
 pub const BATCH: usize = 20;
 
 /// The most copies of one weight rotated over (a tiny weight would otherwise need thousands
-/// to exceed the L2).
-const MAX_SETS: usize = 2048;
+/// to exceed the L2; below about 240 KB the copies stay partly in the L2).
+const MAX_SETS: usize = 512;
+
+/// The fewest launches in one timing graph (a big weight has few copies; the graph repeats
+/// them so that one replay is long against the events' resolution).
+pub const MIN_GRAPH_LAUNCHES: usize = 32;
 
 /// How to time.
 #[derive(Debug, Clone, Copy)]
 pub struct TuneOptions {
-    /// Timed samples per candidate, each the mean of [`BATCH`] launches; the median is kept.
+    /// Timed replays per candidate and round (graph families), or timed samples of
+    /// [`BATCH`] launches (gdn_step); the median is kept.
     pub reps: usize,
-    /// A challenger must beat the default by more than this fraction (0.03: 3%).
+    /// Rounds over a key's candidates, interleaved (graph families): the spread of the
+    /// rounds' medians is the noise.
+    pub rounds: usize,
+    /// A challenger must beat the default by more than this fraction (0.03: 3%), or by the
+    /// key's measured noise where that is larger.
     pub margin: f64,
     pub seed: u64,
 }
@@ -46,7 +59,8 @@ pub struct CandidateTiming {
     pub split: String,
     /// Median microseconds per launch; `None`: not timed (failed qualification or launch).
     pub median_us: Option<f64>,
-    /// The samples' interquartile range over their median.
+    /// Graph families: the range of the rounds' medians over their median; gdn_step: the
+    /// samples' interquartile range over their median.
     pub spread: Option<f64>,
     /// The worst relative L2 error of its qualification checks.
     pub rel_l2: Option<f64>,
@@ -71,7 +85,11 @@ pub struct KeyResult {
     pub default: usize,
     /// Candidate index chosen.
     pub winner: usize,
+    /// The margin the winner had to beat: the larger of `--margin` and `noise`.
     pub margin: f64,
+    /// The key's measured noise: the larger spread of the default's and the fastest
+    /// challenger's times ([`CandidateTiming::spread`]).
+    pub noise: f64,
     pub candidates: Vec<CandidateTiming>,
 }
 
@@ -95,11 +113,36 @@ impl KeyResult {
         }
     }
 
+    /// Picks the winner by [`choose_winner`] at the larger of `margin` and the key's noise,
+    /// recording both.
+    pub fn decide(&mut self, margin: f64) {
+        self.noise = key_noise(&self.candidates, self.default);
+        self.margin = margin.max(self.noise);
+        let medians: Vec<Option<f64>> = self.candidates.iter().map(|c| c.median_us).collect();
+        self.winner = choose_winner(self.default, &medians, self.margin);
+    }
+
     /// `1 - winner / default`: the fraction of the default's time saved (0 where the default
     /// is kept; `None` where the default failed).
     pub fn gain(&self) -> Option<f64> {
         let d = self.time(self.default);
         d.is_finite().then(|| 1.0 - self.time(self.winner) / d)
+    }
+}
+
+/// The larger spread of the default's time and of the fastest challenger's (0 where either
+/// was not timed).
+pub fn key_noise(candidates: &[CandidateTiming], default: usize) -> f64 {
+    let best = candidates
+        .iter()
+        .enumerate()
+        .filter(|&(i, c)| i != default && c.median_us.is_some())
+        .min_by(|a, b| a.1.median_us.partial_cmp(&b.1.median_us).expect("finite"))
+        .map(|(i, _)| i);
+    let spread = |i: usize| candidates[i].spread.unwrap_or(0.0);
+    match best {
+        Some(b) => spread(default).max(spread(b)),
+        None => spread(default),
     }
 }
 
@@ -174,15 +217,16 @@ pub fn tune_exact(
         let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
         let routes = exact::candidates(format, tt);
         let mut timings = Vec::with_capacity(routes.len());
+        let mut graphs = Vec::with_capacity(routes.len());
         for route in &routes {
-            let timing =
-                qualify_and_time(gpu, route, &weights, &payload, (xp, yp, t), opts, &mut rng);
+            let (timing, graph) =
+                qualify_and_capture(gpu, route, &weights, &payload, (xp, yp, t), &mut rng);
             progress(&key, &exact::short(route));
             timings.push(timing);
+            graphs.push(graph);
         }
-        let medians: Vec<Option<f64>> = timings.iter().map(|c| c.median_us).collect();
-        let winner = choose_winner(0, &medians, opts.margin);
-        out.push(KeyResult {
+        fill_times(&mut timings, &time_graphs(gpu, &graphs, opts)?);
+        let mut r = KeyResult {
             family: exact::FAMILY,
             key,
             format: format.name.clone(),
@@ -190,25 +234,28 @@ pub fn tune_exact(
             n,
             k,
             default: 0,
-            winner,
+            winner: 0,
             margin: opts.margin,
+            noise: 0.0,
             candidates: timings,
-        });
+        };
+        r.decide(opts.margin);
+        out.push(r);
     }
     Ok(out)
 }
 
 /// One candidate: its checks at T = tt (and at the smallest T of its bucket, which runs a
-/// partial tile), then its timing at T = tt where they pass.
-fn qualify_and_time(
+/// partial tile), then, where they pass, its timing graph at T = tt: a launch on each weight
+/// copy in turn, at least [`MIN_GRAPH_LAUNCHES`].
+fn qualify_and_capture(
     gpu: &Gpu,
     route: &ExactRoute,
     weights: &[DeviceWeight],
     payload: &[u8],
     (xp, yp, t): (u64, u64, usize),
-    opts: &TuneOptions,
     rng: &mut impl Rng,
-) -> CandidateTiming {
+) -> (CandidateTiming, Option<TimedGraph>) {
     let mut c = CandidateTiming {
         entry: route.spec().entry,
         split: exact::short(route),
@@ -232,26 +279,93 @@ fn qualify_and_time(
                         "failed qualification at {}: rel L2 {:.2e} > {:.0e}",
                         o.shape, o.rel_l2, o.allowance
                     ));
-                    return c;
+                    return (c, None);
                 }
             }
             Err(e) => {
                 c.failure = Some(format!("could not run: {e}"));
-                return c;
+                return (c, None);
             }
         }
     }
     c.rel_l2 = Some(worst);
     let sets = weights.len();
-    let launch = |i: usize| linear_exact::launch(gpu, route, &weights[i % sets], xp, None, yp, t);
-    match batched_median_us(gpu, opts.reps, launch) {
-        Ok((median, spread)) => {
+    let launches = sets.max(MIN_GRAPH_LAUNCHES);
+    let graph = Graph::capture(gpu, || {
+        for i in 0..launches {
+            linear_exact::launch(gpu, route, &weights[i % sets], xp, None, yp, t)?;
+        }
+        Ok(())
+    });
+    match graph {
+        Ok(graph) => (c, Some(TimedGraph { graph, launches })),
+        Err(e) => {
+            c.failure = Some(format!("could not be captured: {e}"));
+            (c, None)
+        }
+    }
+}
+
+/// A candidate's timing graph: `launches` launches of it captured back to back.
+pub struct TimedGraph {
+    pub graph: Graph,
+    pub launches: usize,
+}
+
+/// Times `graphs` (`None`: a candidate not timed) in `opts.rounds` interleaved rounds: each
+/// round replays every graph once untimed, then `opts.reps` times, each replay between two
+/// CUDA events. Per graph: the median over rounds of the round's median microseconds per
+/// launch, and the range of the round medians over that median (the noise, 0 for one round).
+/// Interleaving puts a drift of the clocks into every candidate's spread rather than into
+/// the difference between candidates.
+pub fn time_graphs(
+    gpu: &Gpu,
+    graphs: &[Option<TimedGraph>],
+    opts: &TuneOptions,
+) -> Result<Vec<Option<(f64, f64)>>, GpuError> {
+    let timer = EventTimer::new(gpu)?;
+    let mut rounds: Vec<Vec<f64>> = vec![Vec::new(); graphs.len()];
+    for _ in 0..opts.rounds.max(1) {
+        for (g, medians) in graphs.iter().zip(rounds.iter_mut()) {
+            let Some(g) = g else { continue };
+            g.graph.replay()?;
+            let mut times = Vec::with_capacity(opts.reps);
+            for _ in 0..opts.reps.max(1) {
+                let ms = timer.time_ms(gpu, || g.graph.replay())?;
+                times.push(ms as f64 * 1e3 / g.launches as f64);
+            }
+            medians.push(crate::bench::median(&mut times));
+        }
+    }
+    Ok(graphs
+        .iter()
+        .zip(rounds.iter_mut())
+        .map(|(g, m)| {
+            g.as_ref()?;
+            Some(summarise_rounds(m))
+        })
+        .collect())
+}
+
+/// The median of round medians and their range over it.
+pub fn summarise_rounds(medians: &mut [f64]) -> (f64, f64) {
+    let median = crate::bench::median(medians);
+    let (lo, hi) = medians
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    (median, (hi - lo) / median.max(1e-12))
+}
+
+/// Writes [`time_graphs`]' results into the candidates' timings.
+pub fn fill_times(timings: &mut [CandidateTiming], times: &[Option<(f64, f64)>]) {
+    for (c, t) in timings.iter_mut().zip(times) {
+        if let Some((median, spread)) = *t {
             c.median_us = Some(median);
             c.spread = Some(spread);
         }
-        Err(e) => c.failure = Some(format!("could not be timed: {e}")),
     }
-    c
 }
 
 /// Runs `route` on `w` for `t` columns with fresh random inputs and a poisoned output, and
@@ -339,6 +453,7 @@ mod tests {
             default: 0,
             winner,
             margin: 0.03,
+            noise: 0.01,
             candidates: times
                 .iter()
                 .enumerate()
@@ -367,6 +482,31 @@ mod tests {
         assert!((r.gain().unwrap() - 0.2).abs() < 1e-3);
         // A failed default: no gain to state.
         assert_eq!(result(&[None, Some(3.0)], 1).gain(), None);
+    }
+
+    #[test]
+    fn the_noise_raises_the_margin() {
+        // The challenger is 5% faster: it wins at a 3% margin with 1% noise...
+        let mut r = result(&[Some(10.0), Some(9.5), Some(9.9)], 0);
+        r.decide(0.03);
+        assert_eq!((r.winner, r.noise, r.margin), (1, 0.01, 0.03));
+        // ...but not where the default's rounds spread by 8%.
+        r.candidates[0].spread = Some(0.08);
+        r.decide(0.03);
+        assert_eq!((r.winner, r.noise, r.margin), (0, 0.08, 0.08));
+        // The spread of a slower challenger does not count.
+        r.candidates[0].spread = Some(0.01);
+        r.candidates[2].spread = Some(0.5);
+        r.decide(0.03);
+        assert_eq!((r.winner, r.noise), (1, 0.01));
+    }
+
+    #[test]
+    fn rounds_summarise_to_their_median_and_range() {
+        let (m, s) = summarise_rounds(&mut [10.0, 11.0, 9.0]);
+        assert_eq!(m, 10.0);
+        assert!((s - 0.2).abs() < 1e-12);
+        assert_eq!(summarise_rounds(&mut [4.0]), (4.0, 0.0));
     }
 
     #[test]

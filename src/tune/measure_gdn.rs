@@ -6,7 +6,7 @@
 //! The others are timed with CUDA events over a CUDA graph of one step per state set, the
 //! sets (random states of the key's lanes) together exceeding twice the L2 so that every
 //! step reads its state from memory, as a captured decode step does; the winner is picked
-//! by [`choose_winner`].
+//! by [`KeyResult::decide`].
 
 use rand::SeedableRng;
 
@@ -20,7 +20,6 @@ use crate::ops::gdn::{
 
 use super::gdn;
 use super::measure::{batched_median_us, rotation_sets, CandidateTiming, KeyResult, TuneOptions};
-use super::profile::choose_winner;
 
 /// One GDN layer shape in one state type, at the lanes buckets asked for.
 #[derive(Debug, Clone)]
@@ -96,8 +95,7 @@ pub fn tune_gdn(
             progress(&key, &gdn::short(route));
             timings.push(timing);
         }
-        let medians: Vec<Option<f64>> = timings.iter().map(|c| c.median_us).collect();
-        out.push(KeyResult {
+        let mut r = KeyResult {
             family: gdn::FAMILY,
             key,
             format: state.short().to_string(),
@@ -105,10 +103,13 @@ pub fn tune_gdn(
             n: d.dv,
             k: d.dk,
             default: 0,
-            winner: choose_winner(0, &medians, opts.margin),
+            winner: 0,
             margin: opts.margin,
+            noise: 0.0,
             candidates: timings,
-        });
+        };
+        r.decide(opts.margin);
+        out.push(r);
     }
     Ok(out)
 }

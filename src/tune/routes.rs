@@ -11,9 +11,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::formats::Format;
+use crate::ops::attention::{AttnDims, KvType};
 use crate::ops::gdn::{GdnDims, StateType, Tile};
 use crate::ops::linear_exact::ExactKernel;
 
+use super::attn;
 use super::bucket::{t_bucket, ShapeKey};
 use super::exact;
 use super::fingerprint::Fingerprint;
@@ -38,11 +40,16 @@ type ExactKey = (&'static str, u32, usize, usize);
 /// `(state type, lanes bucket, HK, HV, dk, dv)`.
 type GdnKey = (StateType, u32, usize, usize, usize, usize);
 
+/// `(cache type, rows bucket, heads, KV heads, head size, context bucket)`.
+type AttnKey = (KvType, u32, usize, usize, usize, usize);
+
 /// The routes a profile chose, by family, keyed for a lookup without allocation.
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     exact: HashMap<ExactKey, ExactKernel>,
     gdn: HashMap<GdnKey, Tile>,
+    /// The decode attention's split (keys per block).
+    attn: HashMap<AttnKey, usize>,
     /// The profile they came from (`None`: the heuristics).
     origin: Option<PathBuf>,
     /// Routes of the profile this build did not take.
@@ -75,6 +82,19 @@ impl RouteTable {
                         table
                             .gdn
                             .insert((state, bucket, d.hk, d.hv, d.dk, d.dv), tile);
+                    }
+                    None => unmatched.push(format!("{} -> {}", r.key, r.entry)),
+                }
+                continue;
+            }
+            if super::family_of(&r.key) == attn::FAMILY {
+                match attn::parse(&key).and_then(|(kv, d, t, ctx)| {
+                    Some((kv, d, t, ctx, attn::split_for(kv, &d, &r.entry)?))
+                }) {
+                    Some((kv, d, t, ctx, split)) => {
+                        table
+                            .attn
+                            .insert((kv, t, d.n_heads, d.n_kv_heads, d.head_dim, ctx), split);
                     }
                     None => unmatched.push(format!("{} -> {}", r.key, r.entry)),
                 }
@@ -137,9 +157,45 @@ impl RouteTable {
             .copied()
     }
 
+    /// The decode attention's split (keys per block) for `kv` at `d` with `rows` query rows
+    /// and a grid planned for `max_keys` keys, where the profile chose one.
+    pub fn attn(&self, kv: KvType, d: &AttnDims, rows: usize, max_keys: usize) -> Option<usize> {
+        if self.attn.is_empty() || rows == 0 {
+            return None;
+        }
+        self.attn
+            .get(&(
+                kv,
+                t_bucket(rows),
+                d.n_heads,
+                d.n_kv_heads,
+                d.head_dim,
+                attn::ctx_bucket(max_keys),
+            ))
+            .copied()
+    }
+
+    /// The distinct splits the table names for `kv` at `d` with `rows` rows, at any context
+    /// bucket (sorted).
+    pub fn attn_splits(&self, kv: KvType, d: &AttnDims, rows: usize) -> Vec<usize> {
+        if self.attn.is_empty() || rows == 0 {
+            return Vec::new();
+        }
+        let want = (kv, t_bucket(rows), d.n_heads, d.n_kv_heads, d.head_dim);
+        let mut v: Vec<usize> = self
+            .attn
+            .iter()
+            .filter(|(k, _)| (k.0, k.1, k.2, k.3, k.4) == want)
+            .map(|(_, &s)| s)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// Routes in the table.
     pub fn len(&self) -> usize {
-        self.exact.len() + self.gdn.len()
+        self.exact.len() + self.gdn.len() + self.attn.len()
     }
 
     /// Routes in the table per family, in a fixed order (families without routes left out).
@@ -147,6 +203,7 @@ impl RouteTable {
         [
             (exact::FAMILY, self.exact.len()),
             (gdn::FAMILY, self.gdn.len()),
+            (attn::FAMILY, self.attn.len()),
         ]
         .into_iter()
         .filter(|&(_, n)| n > 0)

@@ -1,5 +1,5 @@
 //! The weight shapes `(N, K)` of a model's linear layers, read from its tensor list (shapes
-//! only: no weight is read or made), and the dims of its GDN layers, read from its config,
+//! only: no weight is read or made), and the dims of its GDN and attention layers, read from its config,
 //! for `ninfer tune` to time the routes at.
 //!
 //! Every 2-D tensor but the norms and the embedding table is a linear layer; the embedding
@@ -63,6 +63,25 @@ pub fn gdn_dims(files: &ModelFiles) -> Vec<GdnDims> {
             dk: g.key_head_dim,
             dv: g.value_head_dim,
             kc: g.conv_kernel_dim,
+        })
+        .into_iter()
+        .collect()
+}
+
+/// The head layout of the model's softmax-attention layers (none for a model without them),
+/// for the `attn_split` family.
+pub fn attn_dims(files: &ModelFiles) -> Vec<crate::ops::attention::AttnDims> {
+    let c = &files.config;
+    let any = c.layer_types.is_empty()
+        || c.layer_types
+            .contains(&crate::model::config::LayerType::FullAttention);
+    (any && c.num_attention_heads > 0 && c.num_key_value_heads > 0 && c.head_dim > 0)
+        .then(|| {
+            crate::ops::attention::AttnDims::new(
+                c.num_attention_heads,
+                c.num_key_value_heads,
+                c.head_dim,
+            )
         })
         .into_iter()
         .collect()
