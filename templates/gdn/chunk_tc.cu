@@ -16,8 +16,9 @@
     o = e^G * QS + P V'             (K = tokens; P is lower triangular, so causal k-steps)
     S <- e^(G_last) S + Kd^T V'     (M = dk, N = dvt, K = tokens; Kd_s = e^(G_last - G_s) k_s)
   grid (ceil(dv/dvt), HV, seqs), 256 threads (8 warps), one block per SM (dynamic shared
-  memory, see chunk_tc_smem in src/ops/gdn/mod.rs). The next chunk's inputs are loaded into
-  registers while the current one computes (16-byte loads when dk and dv are multiples of 4).
+  memory, see chunk_tc_smem in src/ops/gdn/mod.rs). The next chunk's inputs are loaded
+  while the current one's o and state update compute (16-byte loads and cp.async copies
+  when dk and dv are multiples of 4).
 #}
 {% include "common/types.cuh" %}
 #define CH 64
@@ -99,7 +100,6 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
     const int tid = threadIdx.x;
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const long long sbase = ((long long)seq * hv + h) * dv;
-    const int dk8 = (dk + 7) & ~7;   // rows are zero past dk
     const bool vec = (dk & 3) == 0 && (dv & 3) == 0;
 
     for (int e = tid; e < DKMAX * DVT; e += NT) {
@@ -107,11 +107,13 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
         Ss[i * LDS + j] = (j < nj && i < dk) ? state[(sbase + j0 + j) * dk + i] : 0.0f;
     }
 
-    // The next chunk's inputs, in registers (vector path).
+    // The next chunk's inputs (vector path): W and Q by cp.async straight into their
+    // buffers (no longer read once the W S / Q S products are done), K, P, U and G into
+    // registers (stored at the top of the next chunk).
     constexpr int PER = (CH * DKMAX / 4) / NT;
     constexpr int PERP = (CH * CH / 4) / NT;
     constexpr int PERU = (CH * DVT / 4 + NT - 1) / NT;
-    float4 rw[PER], rq[PER], rk[PER], rp[PERP], ru[PERU];
+    float4 rk[PER], rp[PERP], ru[PERU];
     float rg = 0.0f, rgl = 0.0f;
     auto fetch = [&](int t0) {
         const int tc = min(CH, T - t0);
@@ -123,10 +125,17 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
             const int e = tid + it * NT;
             const int t = e / (DKMAX / 4), i = (e % (DKMAX / 4)) * 4;
             const bool in = t < tc && i < dk;
-            rw[it] = in ? *reinterpret_cast<const float4*>(w_in + ((tok0 + t) * hv + h) * dk + i) : z4;
-            rq[it] = in ? *reinterpret_cast<const float4*>(q_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
+            const float* wsrc = in ? w_in + ((tok0 + t) * hv + h) * dk + i : w_in;
+            const float* qsrc = in ? q_in + ((tok0 + t) * hk + kh) * dk + i : q_in;
+            const unsigned wto = (unsigned)__cvta_generic_to_shared(Ws + t * LDA + i);
+            const unsigned qto = (unsigned)__cvta_generic_to_shared(Qs + t * LDA + i);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                         :: "r"(wto), "l"(wsrc), "r"(in ? 16 : 0) : "memory");
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                         :: "r"(qto), "l"(qsrc), "r"(in ? 16 : 0) : "memory");
             rk[it] = in ? *reinterpret_cast<const float4*>(k_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
         }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
 #pragma unroll
         for (int it = 0; it < PERP; ++it) {
             const int e = tid + it * NT;
@@ -156,8 +165,6 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
             for (int it = 0; it < PER; ++it) {
                 const int e = tid + it * NT;
                 const int t = e / (DKMAX / 4), i = (e % (DKMAX / 4)) * 4;
-                *reinterpret_cast<float4*>(Ws + t * LDA + i) = rw[it];
-                *reinterpret_cast<float4*>(Qs + t * LDA + i) = rq[it];
                 *reinterpret_cast<float4*>(Ks + t * LDK + i) = rk[it];
             }
 #pragma unroll
@@ -178,6 +185,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
                 gs[tid] = rg;
                 dec[tid] = tid < tc ? expf(rgl - rg) : 0.0f;
             }
+            asm volatile("cp.async.wait_all;\n" ::: "memory");   // this thread's W, Q copies
         } else {
             for (int e = tid; e < CH * DKMAX; e += NT) {
                 const int t = e / DKMAX, i = e % DKMAX;
@@ -202,7 +210,6 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
             }
         }
         __syncthreads();
-        if (vec && t0 + CH < T) fetch(t0 + CH);
 
         // W S and Q S: warp -> token rows r0..r0+15, columns n0 + 8x (x < NTW).
         const int r0 = (warp & 3) * 16;
@@ -212,7 +219,8 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
         for (int x = 0; x < NTW; ++x)
 #pragma unroll
             for (int e = 0; e < 4; ++e) { cw[x][e] = 0.0f; cq[x][e] = 0.0f; }
-        for (int k0 = 0; k0 < dk8; k0 += 8) {
+#pragma unroll 4
+        for (int k0 = 0; k0 < DKMAX; k0 += 8) {   // columns past dk are zero
             float aw[4], aq[4];
             aw[0] = Ws[(r0 + g) * LDA + k0 + t4];
             aw[1] = Ws[(r0 + g + 8) * LDA + k0 + t4];
@@ -254,6 +262,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
             Ks[t * LDK + i] *= dec[t];
         }
         __syncthreads();
+        if (vec && t0 + CH < T) fetch(t0 + CH);   // W and Q are no longer read this chunk
 
         // o = e^G QS + P V' (P is zero above the diagonal: k-steps up to the tile's end).
         for (int k0 = 0; k0 < r0 + 16; k0 += 8) {
@@ -298,8 +307,8 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
                 cs[x][3] = el * Ss[(i0 + g + 8) * LDS + c + 1];
             }
             if (i0 < dk) {
-                const int tc8 = (tc + 7) & ~7;   // V' rows past tc are zero
-                for (int k0 = 0; k0 < tc8; k0 += 8) {
+#pragma unroll 2
+                for (int k0 = 0; k0 < CH; k0 += 8) {   // V' rows past tc are zero
                     float a[4];
                     a[0] = Ks[(k0 + t4) * LDK + i0 + g];
                     a[1] = Ks[(k0 + t4) * LDK + i0 + g + 8];

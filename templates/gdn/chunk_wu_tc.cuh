@@ -91,8 +91,8 @@ extern "C" __global__ void __launch_bounds__(NT, 2)
     for (int x = 0; x < 8; ++x)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[x][e] = 0.0f;
-    const int dk8 = (dk + 7) & ~7;
-    for (int k0 = 0; k0 < dk8; k0 += 8) {
+#pragma unroll 2
+    for (int k0 = 0; k0 < DKMAX; k0 += 8) {   // columns past dk are zero
         float a[4];
         a[0] = Xs[(r0 + g) * LDQ + k0 + t4];
         a[1] = Xs[(r0 + g + 8) * LDQ + k0 + t4];
@@ -142,36 +142,77 @@ extern "C" __global__ void __launch_bounds__(NT, 2)
         }
     }
     __syncthreads();
-    // T = (I + A)^-1, unit lower triangular: column j by the four threads 4j..4j+3; the
-    // thread p owns the rows t with t - j = p (mod 4): it alone writes and reads them (rows
-    // above j are zero). Every lane runs every step (the shuffles need the whole warp).
+    // The right-hand sides (one pass of NB columns, 16-byte cp.async copies straight into
+    // Bs, over the dead K and Q, zero-filled past tc and dk + dv) are issued here, so that
+    // their latency hides behind the inverse; scaled in place after it.
+    const bool vec_rhs = (dk & 3) == 0 && (dv & 3) == 0 && dk + dv <= NB;
+    constexpr int PERB = (CH * NB / 4) / NT;
+    if (vec_rhs) {
+#pragma unroll
+        for (int it = 0; it < PERB; ++it) {
+            const int e = tid + it * NT;
+            const int t = e / (NB / 4), c = (e % (NB / 4)) * 4;
+            const bool in = t < tc && c < dk + dv;
+            const float* src = !in ? k_in
+                             : c < dk ? k_in + ((tok0 + t) * hk + kh) * dk + c
+                                      : v_in + ((tok0 + t) * hv + h) * dv + (c - dk);
+            const unsigned to = (unsigned)__cvta_generic_to_shared(Bs + t * LDB + c);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                         :: "r"(to), "l"(src), "r"(in ? 16 : 0) : "memory");
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    }
+    // T = (I + A)^-1 (unit lower triangular) by right-looking substitution: column j by the
+    // four threads 4j..4j+3, thread p holding rows p + 4m in registers; at step s the owner
+    // of row s broadcasts the finished T[s][j] and every thread updates its rows below s
+    // (independent FMAs: the chain is one shuffle and one FMA per step).
     {
         const int j = tid >> 2, p = tid & 3;
-        for (int t = 0; t < CH; ++t)
-            if (((t - j) & 3) == p) Ts[t * LDT + j] = t == j ? 1.0f : 0.0f;
-        for (int t = 1; t < CH; ++t) {
-            float part = 0.0f;
-            for (int s = j + p; s < t; s += 4) part = fmaf(As[t * LDT + s], Ts[s * LDT + j], part);
-            part += __shfl_xor_sync(0xffffffffu, part, 1);
-            part += __shfl_xor_sync(0xffffffffu, part, 2);
-            if (t > j && ((t - j) & 3) == p) Ts[t * LDT + j] = -part;
+        float x[16];
+#pragma unroll
+        for (int m = 0; m < 16; ++m) x[m] = p + 4 * m == j ? 1.0f : 0.0f;
+#pragma unroll
+        for (int s = 0; s < CH - 1; ++s) {
+            const float xs = __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | (s & 3));
+#pragma unroll
+            for (int m = s >> 2; m < 16; ++m) {
+                const int t = p + 4 * m;
+                if (t > s) x[m] = fmaf(-As[t * LDT + s], xs, x[m]);
+            }
         }
+#pragma unroll
+        for (int m = 0; m < 16; ++m) Ts[(p + 4 * m) * LDT + j] = x[m];
     }
     // [W | U] = T diag(beta) [K e^G | V], NB columns per pass: warp -> rows r0..r0+15,
     // columns n0..n0+127 (16 n-tiles); T is zero above the diagonal (causal k-steps).
     const int n0 = (warp >> 2) * (NB / 2);
     for (int c0 = 0; c0 < dk + dv; c0 += NB) {
         __syncthreads();   // T is written; the last pass is done with Bs
-#pragma unroll 8
-        for (int e = tid; e < CH * NB; e += NT) {
-            const int t = e / NB, c = c0 + e % NB;
-            float b = 0.0f;
-            if (t < tc && c < dk + dv) {
-                b = c < dk ? k_in[((tok0 + t) * hk + kh) * dk + c] * expf(gcs[t])
-                           : v_in[((tok0 + t) * hv + h) * dv + (c - dk)];
-                b *= bts[t];
+        if (vec_rhs) {
+            // Each thread scales the copies it issued (its own, so no barrier before).
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
+#pragma unroll
+            for (int it = 0; it < PERB; ++it) {
+                const int e = tid + it * NT;
+                const int t = e / (NB / 4), c = (e % (NB / 4)) * 4;
+                const float f = c < dk ? bts[t] * expf(gcs[t]) : bts[t];
+                float4* d = reinterpret_cast<float4*>(Bs + t * LDB + c);
+                float4 b = *d;
+                b.x *= f; b.y *= f; b.z *= f; b.w *= f;
+                *d = b;
             }
-            Bs[t * LDB + e % NB] = b;
+        } else {
+#pragma unroll 8
+            for (int e = tid; e < CH * NB; e += NT) {
+                const int t = e / NB, c = c0 + e % NB;
+                float b = 0.0f;
+                if (t < tc && c < dk + dv) {
+                    b = c < dk ? k_in[((tok0 + t) * hk + kh) * dk + c] * expf(gcs[t])
+                               : v_in[((tok0 + t) * hv + h) * dv + (c - dk)];
+                    b *= bts[t];
+                }
+                Bs[t * LDB + e % NB] = b;
+            }
         }
         __syncthreads();
         float cw[16][4];

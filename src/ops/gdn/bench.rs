@@ -229,8 +229,14 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             scan_math: math,
         };
         let mut stages = vec![
-            ("prep".to_string(), one(true, false, false, 0, ChunkMath::F32)),
-            ("chunk_wu".to_string(), one(false, true, false, 0, ChunkMath::F32)),
+            (
+                "prep".to_string(),
+                one(true, false, false, 0, ChunkMath::F32),
+            ),
+            (
+                "chunk_wu".to_string(),
+                one(false, true, false, 0, ChunkMath::F32),
+            ),
         ];
         for dvt in CHUNK_DVTS {
             let s = one(false, false, true, dvt, ChunkMath::F32);

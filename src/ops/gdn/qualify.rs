@@ -17,9 +17,12 @@ pub const ALLOW_REC_F32: f64 = 2e-5;
 /// The chunked prefill (f32, a triangular solve and longer sums). The 3xTF32 scan is held
 /// to the same allowance: its split products are meant to be as accurate as f32 FMAs.
 pub const ALLOW_CHUNK_F32: f64 = 1e-4;
-/// The chunked prefill with the scan's products on TF32 tensor cores (inputs rounded to
-/// 10 mantissa bits, unit roundoff 2^-11 = 4.9e-4, f32 accumulation).
-pub const ALLOW_CHUNK_TF32: f64 = 5e-3;
+/// The chunked prefill with chunk products on TF32 tensor cores (inputs rounded to 10
+/// mantissa bits, unit roundoff 2^-11 = 4.9e-4, f32 accumulation). bench/gdn run 7: worst
+/// 5.3e-4 over 580 outcomes (every shape, T = 1 to 4096, both storage types), 4.3e-4 at
+/// 4096 tokens on the 27B shape; the allowance keeps a 4x margin and stays under a bf16
+/// rounding (3.9e-3).
+pub const ALLOW_CHUNK_TF32: f64 = 2e-3;
 /// A state stored as f16 (unit roundoff 2^-11 = 4.9e-4 per element).
 pub const ALLOW_STATE_F16: f64 = 1e-3;
 
