@@ -15,12 +15,12 @@ rev="$(cat $D/REV)"
 OUT="$R" bash scripts/gpu/context.sh > /dev/null 2>&1 || true
 sed -i "1s/.*/revision: $rev/" "$R/context.txt" 2>/dev/null
 P=bench/gdn/run3
-timeout 60 "$B" --prefill-only --skip-bench --qualify-json "$R/qualify_prefill.jsonl" > "$R/qualify_prefill.txt" 2>&1
+timeout 30 "$B" --prefill-only --skip-bench --qualify-json "$R/qualify_prefill.jsonl" > "$R/qualify_prefill.txt" 2>&1
 echo "prefill qualify exit $?" >> "$R/qualify_prefill.txt"
-timeout 60 "$B" --prefill-only --skip-qualify --rev "$rev" --peer "$P/peer.jsonl" \
+timeout 35 "$B" --prefill-only --skip-qualify --rev "$rev" --peer "$P/peer.jsonl" \
     --peer-called "$P/peer_called.jsonl" --json "$R/bench.jsonl" > "$R/bench.txt" 2>&1
 echo "bench exit $?" >> "$R/bench.txt"
-timeout 70 "$B" --skip-bench --qualify-json "$R/qualify.jsonl" > "$R/qualify.txt" 2>&1
+timeout 45 "$B" --skip-bench --qualify-json "$R/qualify.jsonl" > "$R/qualify.txt" 2>&1
 echo "qualify exit $?" >> "$R/qualify.txt"
 tar czf "$OUT/run.tgz" -C "$R" .
 cat "$R/context.txt" 2>/dev/null | head -3
