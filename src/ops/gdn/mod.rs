@@ -390,10 +390,11 @@ const CHUNK_DKMAX: usize = 128;
 const CHUNK_DVT: usize = 16;
 /// Scan column widths that are compiled (the bench times each; the op uses CHUNK_DVT).
 pub const CHUNK_DVTS: [usize; 3] = [16, 32, 64];
-/// Column widths of the tensor-core scan that are compiled (each with both splits).
-pub const CHUNK_TC_DVTS: [usize; 3] = [16, 32, 64];
-/// Columns of S per tensor-core scan block: 64 (bench/gdn run 7, 4096 tokens, TF32: 572 us;
-/// 32: 895 us; 16: 1152 us).
+/// Column widths of the tensor-core scan that are compiled (each with both splits): 64
+/// only (bench/gdn run 8, 4096 tokens, TF32: 562 us; 32: 859 us; 16: 1156 us; the losers
+/// were dropped, as they were only timed, not qualified, there).
+pub const CHUNK_TC_DVTS: [usize; 1] = [64];
+/// Columns of S per tensor-core scan block.
 const CHUNK_TC_DVT: usize = 64;
 
 /// How a chunk stage of the prefill does its products (`wu`: the Gram matrices and, on
