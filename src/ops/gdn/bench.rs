@@ -198,37 +198,57 @@ pub fn bench(ctx: &BenchCtx) -> Result<Vec<BenchRecord>, GpuError> {
     Ok(out)
 }
 
-/// The chunked prefill at 512 and 4096 tokens (27B shape, both storage types).
+/// The chunked prefill at 512 and 4096 tokens (27B shape, both storage types), every route
+/// of [`PrefillStages::ROUTES`], then each stage alone.
 pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>, GpuError> {
     let (gpu, d) = (ctx.gpu, w.dims);
     let mut out = Vec::new();
     for t in [512usize, 4096] {
-        for ty in StateType::ALL {
-            let us = time_prefill(gpu, w, ty, t)?;
-            let bytes = (t * (d.conv_dim() + 2 * d.hv + d.value_dim()) * 4) as f64
-                + 2.0 * (d.state_len() * ty.bytes() + d.conv_state_len() * 4) as f64;
-            out.push(ctx.record(
-                PREFILL_WHAT,
-                prefill_route_name(),
-                prefill_shape(t, &d, ty),
-                us,
-                bytes,
-                prefill_flops(&d, t),
-            ));
+        for route in PrefillStages::ROUTES {
+            for ty in StateType::ALL {
+                let us = time_prefill_stages(gpu, w, ty, t, route)?;
+                let bytes = (t * (d.conv_dim() + 2 * d.hv + d.value_dim()) * 4) as f64
+                    + 2.0 * (d.state_len() * ty.bytes() + d.conv_state_len() * 4) as f64;
+                out.push(ctx.record(
+                    PREFILL_WHAT,
+                    route.route_name(),
+                    prefill_shape(t, &d, ty),
+                    us,
+                    bytes,
+                    prefill_flops(&d, t),
+                ));
+            }
         }
         // Each stage alone (f32 state), to say where the time goes.
-        let one = |prep, wu, scan, scan_dvt| PrefillStages {
+        let one = |prep, wu, scan, scan_dvt, math| PrefillStages {
             prep,
             wu,
             scan,
             scan_dvt,
+            wu_math: math,
+            scan_math: math,
         };
         let mut stages = vec![
-            ("prep".to_string(), one(true, false, false, 0)),
-            ("chunk_wu".to_string(), one(false, true, false, 0)),
+            (
+                "prep".to_string(),
+                one(true, false, false, 0, ChunkMath::F32),
+            ),
+            (
+                "chunk_wu".to_string(),
+                one(false, true, false, 0, ChunkMath::F32),
+            ),
         ];
         for dvt in CHUNK_DVTS {
-            stages.push((format!("chunk_scan_v{dvt}"), one(false, false, true, dvt)));
+            let s = one(false, false, true, dvt, ChunkMath::F32);
+            stages.push((format!("chunk_scan_v{dvt}"), s));
+        }
+        for math in [ChunkMath::Tf32, ChunkMath::Tf32x3] {
+            let s = one(false, true, false, 0, math);
+            stages.push((format!("chunk_wu_{}", math.short()), s));
+            for dvt in CHUNK_TC_DVTS {
+                let s = one(false, false, true, dvt, math);
+                stages.push((format!("chunk_scan_{}_v{dvt}", math.short()), s));
+            }
         }
         for (name, stages) in stages {
             let us = time_prefill_stages(gpu, w, StateType::F32, t, stages)?;

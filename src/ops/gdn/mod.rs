@@ -9,7 +9,8 @@
 //!   same kernel grouped by key head, `gdn/grouped.cu`, and with a cp.async pipeline,
 //!   `gdn/staged.cu`, selected by [`Tile::group`] and [`Tile::stages`]), the
 //!   prefill prologue (`gdn/prep.cu`), the chunked prefill (`gdn/chunk.cu`, chunk 64,
-//!   WY/UT form, f32 interface: f16 storage is staged through an f32 workspace), the
+//!   WY/UT form, f32 interface: f16 storage is staged through an f32 workspace; its scan
+//!   stage also on tensor cores, `gdn/chunk_tc.cu`, see [`ChunkMath`]), the
 //!   output norm (`gdn/out_norm.cu`) and the state conversion (`gdn/convert.cu`).
 //!
 //! Activations are f32 (`mixed`, `z`, `a`, `b` in; `y` out as f32 or bf16). The state
@@ -389,6 +390,52 @@ const CHUNK_DKMAX: usize = 128;
 const CHUNK_DVT: usize = 16;
 /// Scan column widths that are compiled (the bench times each; the op uses CHUNK_DVT).
 pub const CHUNK_DVTS: [usize; 3] = [16, 32, 64];
+/// Column widths of the tensor-core scan that are compiled (each with both splits): 64
+/// only (bench/gdn run 8, 4096 tokens, TF32: 562 us; 32: 859 us; 16: 1156 us; the losers
+/// were dropped, as they were only timed, not qualified, there).
+pub const CHUNK_TC_DVTS: [usize; 1] = [64];
+/// Columns of S per tensor-core scan block.
+const CHUNK_TC_DVT: usize = 64;
+
+/// How a chunk stage of the prefill does its products (`wu`: the Gram matrices and, on
+/// tensor cores, T = (I + A)^-1 times the right-hand sides; scan: W S, Q S, P V', K^T V').
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum ChunkMath {
+    /// f32 FMAs on CUDA cores (`gdn/chunk.cu`; `wu` solves by forward substitution).
+    F32,
+    /// Tensor cores, TF32 inputs (10 mantissa bits), f32 accumulation (`gdn/chunk_tc.cu`).
+    Tf32,
+    /// Tensor cores, 3xTF32: each input split into hi + lo TF32 parts, three products
+    /// (about f32 accuracy at three times the tensor-core work).
+    Tf32x3,
+}
+
+impl ChunkMath {
+    pub const ALL: [ChunkMath; 3] = [ChunkMath::F32, ChunkMath::Tf32, ChunkMath::Tf32x3];
+
+    pub fn short(self) -> &'static str {
+        match self {
+            ChunkMath::F32 => "f32",
+            ChunkMath::Tf32 => "tf32",
+            ChunkMath::Tf32x3 => "3xtf32",
+        }
+    }
+
+    fn split(self) -> usize {
+        match self {
+            ChunkMath::Tf32 => 1,
+            ChunkMath::Tf32x3 => 3,
+            ChunkMath::F32 => panic!("the f32 chunk stages are gdn/chunk.cu"),
+        }
+    }
+}
+
+/// The route the engine's prefill takes: (`wu`, scan). Both chunk stages on tensor cores in
+/// 3xTF32, which keeps the f32 route's accuracy (bench/gdn run 8: worst relative L2 1.4e-6
+/// against 1.2e-6, allowance 1e-4), so the engine's exact mode (GPU = CPU to ~1e-6) holds,
+/// in 0.57x the f32 route's time at 4096 tokens. Plain TF32 ([`PrefillStages::FAST`]) is
+/// 25% faster again with an error of one TF32 rounding (5.5e-4): for inexact modes.
+pub const PREFILL_DEFAULT: (ChunkMath, ChunkMath) = (ChunkMath::Tf32x3, ChunkMath::Tf32x3);
 const NORM_BLOCK: u32 = 128;
 
 fn prep_spec(kc: usize) -> KernelSpec {
@@ -418,6 +465,43 @@ fn chunk_scan_spec(dvt: usize) -> KernelSpec {
     .param("stage", "scan")
     .param("dkmax", CHUNK_DKMAX)
     .param("dvt", dvt)
+}
+
+fn chunk_tc_spec(dvt: usize, math: ChunkMath) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_chunk_tc",
+        "gdn/chunk_tc.cu",
+        format!("gdn_chunk_scan_{}_d{CHUNK_DKMAX}_v{dvt}", math.short()),
+    )
+    .param("stage", "scan")
+    .param("dkmax", CHUNK_DKMAX)
+    .param("dvt", dvt)
+    .param("split", math.split())
+}
+
+fn chunk_wu_tc_spec(math: ChunkMath) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_chunk_tc",
+        "gdn/chunk_tc.cu",
+        format!("gdn_chunk_wu_{}_d{CHUNK_DKMAX}", math.short()),
+    )
+    .param("stage", "wu")
+    .param("dkmax", CHUNK_DKMAX)
+    .param("split", math.split())
+}
+
+/// Dynamic shared memory of the tensor-core `wu` stage: K and Q (the right-hand sides
+/// over them later), A, T, G and beta (see `gdn/chunk_wu_tc.cuh`).
+fn chunk_wu_tc_smem() -> usize {
+    let (d, c, nb) = (CHUNK_DKMAX, 64, 256);
+    4 * ((2 * c * (d + 4)).max(c * (nb + 8)) + 2 * c * (c + 4) + 2 * c)
+}
+
+/// Dynamic shared memory of the tensor-core scan: W, Q, K, P (padded rows), S, V', G and
+/// the decays (see `gdn/chunk_tc.cu`).
+fn chunk_tc_smem(dvt: usize) -> usize {
+    let (d, c, ls) = (CHUNK_DKMAX, 64, dvt + 8);
+    4 * (2 * c * (d + 4) + c * (d + 8) + c * (c + 4) + d * ls + c * ls + 2 * c)
 }
 
 fn set_smem(f: &cudarc::driver::CudaFunction, bytes: usize) -> Result<(), GpuError> {
@@ -478,6 +562,12 @@ pub fn instantiations() -> Vec<KernelSpec> {
     specs.push(chunk_wu_spec());
     for dvt in CHUNK_DVTS {
         specs.push(chunk_scan_spec(dvt));
+    }
+    for math in [ChunkMath::Tf32, ChunkMath::Tf32x3] {
+        specs.push(chunk_wu_tc_spec(math));
+        for dvt in CHUNK_TC_DVTS {
+            specs.push(chunk_tc_spec(dvt, math));
+        }
     }
     for out in crate::ops::DType::ALL {
         specs.push(norm_spec(out));
@@ -814,14 +904,9 @@ pub fn prefill_supports(d: &GdnDims) -> bool {
         && d.hv.is_multiple_of(d.hk)
 }
 
-/// Entry names of the prefill's kernels, for reports.
+/// Entry names of the default prefill's kernels, for reports.
 pub fn prefill_route_name() -> String {
-    format!(
-        "{}+{}+{}",
-        prep_spec(4).entry,
-        chunk_wu_spec().entry,
-        chunk_scan_spec(CHUNK_DVT).entry
-    )
+    PrefillStages::ALL.route_name()
 }
 
 /// Queues the chunked prefill of `seqs` sequences of `t` tokens each (the state's lanes
@@ -845,17 +930,84 @@ pub struct PrefillStages {
     pub prep: bool,
     pub wu: bool,
     pub scan: bool,
-    /// Columns of S per scan block (one of [`CHUNK_DVTS`]).
+    /// Columns of S per scan block (one of [`CHUNK_DVTS`], or of [`CHUNK_TC_DVTS`] on
+    /// tensor cores).
     pub scan_dvt: usize,
+    /// The `wu` stage's arithmetic.
+    pub wu_math: ChunkMath,
+    /// The scan's arithmetic.
+    pub scan_math: ChunkMath,
 }
 
 impl PrefillStages {
-    pub const ALL: PrefillStages = PrefillStages {
-        prep: true,
-        wu: true,
-        scan: true,
-        scan_dvt: CHUNK_DVT,
-    };
+    /// The whole prefill, as the engine runs it.
+    pub const ALL: PrefillStages = PrefillStages::route(PREFILL_DEFAULT.0, PREFILL_DEFAULT.1);
+
+    /// Both chunk stages on plain TF32 tensor cores: the fastest route, within
+    /// `qualify::ALLOW_CHUNK_TF32` of the oracle instead of the f32 allowance.
+    pub const FAST: PrefillStages = PrefillStages::route(ChunkMath::Tf32, ChunkMath::Tf32);
+
+    /// The whole prefill with each chunk stage's products done as `wu` and `scan` say.
+    pub const fn route(wu: ChunkMath, scan: ChunkMath) -> PrefillStages {
+        PrefillStages {
+            prep: true,
+            wu: true,
+            scan: true,
+            scan_dvt: match scan {
+                ChunkMath::F32 => CHUNK_DVT,
+                _ => CHUNK_TC_DVT,
+            },
+            wu_math: wu,
+            scan_math: scan,
+        }
+    }
+
+    /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
+    /// tensor cores, both chunk stages on tensor cores.
+    pub const ROUTES: [PrefillStages; 5] = [
+        PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
+        PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
+        PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32x3),
+        PrefillStages::route(ChunkMath::Tf32, ChunkMath::Tf32),
+        PrefillStages::route(ChunkMath::Tf32x3, ChunkMath::Tf32x3),
+    ];
+
+    /// A short name: `f32`, `wu f32 + scan tf32`, ...
+    pub fn math_name(&self) -> String {
+        if self.wu_math == self.scan_math {
+            self.wu_math.short().to_string()
+        } else {
+            format!(
+                "wu {} + scan {}",
+                self.wu_math.short(),
+                self.scan_math.short()
+            )
+        }
+    }
+
+    fn wu_spec(&self) -> KernelSpec {
+        match self.wu_math {
+            ChunkMath::F32 => chunk_wu_spec(),
+            m => chunk_wu_tc_spec(m),
+        }
+    }
+
+    fn scan_spec(&self) -> KernelSpec {
+        match self.scan_math {
+            ChunkMath::F32 => chunk_scan_spec(self.scan_dvt),
+            m => chunk_tc_spec(self.scan_dvt, m),
+        }
+    }
+
+    /// Entry names of the kernels of a whole prefill with this scan, for reports.
+    pub fn route_name(&self) -> String {
+        format!(
+            "{}+{}+{}",
+            prep_spec(4).entry,
+            self.wu_spec().entry,
+            self.scan_spec().entry
+        )
+    }
 }
 
 /// [`launch_prefill`], queueing only the stages `stages` names (each stage reads what the
@@ -917,9 +1069,12 @@ pub fn launch_prefill_stages(
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
     if stages.wu {
-        let spec = chunk_wu_spec();
+        let spec = stages.wu_spec();
         let f = gpu.function(&spec)?;
-        let smem = chunk_wu_smem();
+        let smem = match stages.wu_math {
+            ChunkMath::F32 => chunk_wu_smem(),
+            _ => chunk_wu_tc_smem(),
+        };
         set_smem(&f, smem)?;
         let cfg = LaunchConfig {
             grid_dim: (t.div_ceil(64) as u32, d.hv as u32, seqs as u32),
@@ -939,7 +1094,8 @@ pub fn launch_prefill_stages(
         for v in &dims_i {
             b.arg(v);
         }
-        // SAFETY: matches gdn/chunk.cu (wu); buffers sized by PrefillWorkspace::new.
+        // SAFETY: matches gdn/chunk.cu (wu) and gdn/chunk_wu_tc.cuh (same arguments);
+        // buffers sized by PrefillWorkspace::new.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
     if !stages.scan {
@@ -957,9 +1113,12 @@ pub fn launch_prefill_stages(
     };
     {
         let dvt = stages.scan_dvt;
-        let spec = chunk_scan_spec(dvt);
+        let spec = stages.scan_spec();
         let f = gpu.function(&spec)?;
-        let smem = chunk_scan_smem(dvt);
+        let smem = match stages.scan_math {
+            ChunkMath::F32 => chunk_scan_smem(dvt),
+            _ => chunk_tc_smem(dvt),
+        };
         set_smem(&f, smem)?;
         let cfg = LaunchConfig {
             grid_dim: (d.dv.div_ceil(dvt) as u32, d.hv as u32, seqs as u32),
@@ -978,7 +1137,8 @@ pub fn launch_prefill_stages(
         for v in &dims_i {
             b.arg(v);
         }
-        // SAFETY: matches gdn/chunk.cu (scan); the state holds seqs * state_len elements.
+        // SAFETY: matches gdn/chunk.cu (scan) and gdn/chunk_tc.cu (same arguments); the
+        // state holds seqs * state_len elements.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
     if let (StateBuf::F16(s), Some(s32)) = (&st.s, &ws.s32) {
@@ -1015,6 +1175,21 @@ mod tests {
         let n = names.len();
         names.dedup();
         assert_eq!(n, names.len());
+    }
+
+    #[test]
+    fn the_tensor_core_chunk_stages_fit_their_shared_memory() {
+        // One scan block per SM, two wu blocks per SM (sm_90: 227 KB per block, 228 KB per SM).
+        for dvt in CHUNK_TC_DVTS {
+            assert!(chunk_tc_smem(dvt) <= 227 * 1024, "dvt {dvt}");
+        }
+        assert!(2 * (chunk_wu_tc_smem() + 1024) <= 228 * 1024);
+        assert!(CHUNK_TC_DVTS.contains(&CHUNK_TC_DVT));
+        assert!(PrefillStages::ROUTES.contains(&PrefillStages::ALL));
+        assert!(PrefillStages::ROUTES.contains(&PrefillStages::FAST));
+        assert!(
+            PrefillStages::ROUTES.contains(&PrefillStages::route(ChunkMath::F32, ChunkMath::F32))
+        );
     }
 
     #[test]
