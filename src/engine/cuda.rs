@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::DevicePtr;
 
-use super::backend::{AttnShape, Backend, Rope};
+use super::backend::{check_lanes, AttnShape, Backend, Rope};
 use crate::formats::{Format, Layout};
 use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, Graph};
 use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
@@ -127,7 +127,34 @@ pub struct CudaBackend {
     prefill: Option<Arc<PrefillCublas>>,
     /// Where a captured step's activations are carved from (set while capturing).
     arena: Arc<Mutex<Option<StepArena>>>,
+    /// Lane counts whose lanes step has run op by op (every kernel it launches is loaded).
+    lanes_warmed: Arc<Mutex<Vec<usize>>>,
 }
+
+/// A batch's lanes-step graph bookkeeping, kept in the first lane's cache: the batch that
+/// lane leads decodes together for many steps; another batch (other caches behind it, or a
+/// cache that grew) captures again.
+#[derive(Default)]
+struct LanesGraph {
+    /// `i32 [ids of the lanes; their positions]`, written by the host before each replay.
+    io: Option<CudaSlice<i32>>,
+    /// Every lane's logits, lane after lane.
+    out: Option<CudaSlice<f32>>,
+    captured: Option<CapturedLanes>,
+    /// The captured step's activations (see [`StepArena`]).
+    arena: Option<Arc<AnyBuffer>>,
+    arena_need: usize,
+}
+
+/// A captured lanes step: the caches it names (by id) and the capacities it planned for.
+struct CapturedLanes {
+    graph: Graph,
+    caches: Vec<(u64, usize)>,
+    out_len: usize,
+}
+
+/// Ids that tell caches apart (a captured lanes step names its caches' buffers).
+static NEXT_CACHE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// One buffer that every activation of a captured step is a slice of, so that the graph
 /// holds no memory-allocation nodes between its kernels: an allocation node between two
@@ -150,12 +177,18 @@ const ARENA_FIRST: usize = 1 << 20;
 /// What differs while a step is captured: where its inputs and logits live.
 #[derive(Debug, Clone, Copy)]
 struct Capturing {
-    /// `i32 [token id, position]`, written by the host before each replay.
+    /// `i32 [token ids; positions]` (one of each per lane), written by the host before each
+    /// replay.
     io: u64,
+    /// Lanes of the step (1 for a single sequence's step).
+    lanes: usize,
+    /// The position slot of the lane whose attention is being recorded.
+    pos: u64,
     /// Where the step's logits are copied (f32, `out_cap` of them).
     out: u64,
     out_cap: usize,
-    /// The KV capacity the step is captured at (attention plans its grid for it).
+    /// The KV capacity of the lane whose attention is being recorded (attention plans its
+    /// grid for it).
     capacity: usize,
     /// Logits the step produced (set by `to_host`, which the forward calls once).
     out_len: Option<usize>,
@@ -216,6 +249,8 @@ impl CudaAct {
 
 /// One sequence's KV cache: per layer, K and V of `capacity` positions.
 pub struct CudaKvCache {
+    /// Unique among caches (a captured lanes step names the caches it was recorded on).
+    id: u64,
     shape: AttnShape,
     len: usize,
     capacity: usize,
@@ -224,6 +259,8 @@ pub struct CudaKvCache {
     /// Split-K scratch for the whole capacity (sized with it in `kv_reserve`).
     ws: Option<AttnWorkspace>,
     step: StepGraph,
+    /// The captured lanes step of the batch this cache leads (as lane 0).
+    lanes: LanesGraph,
 }
 
 /// A GDN layer's parameters on the device.
@@ -255,6 +292,7 @@ impl CudaBackend {
             routes: Arc::new(RouteTable::heuristics()),
             prefill,
             arena: Arc::new(Mutex::new(None)),
+            lanes_warmed: Arc::new(Mutex::new(Vec::new())),
         })
     }
 
@@ -291,7 +329,7 @@ impl CudaBackend {
     fn pos(&self, host: usize) -> Pos {
         match self.capturing() {
             Some(c) => Pos::Device {
-                ptr: c.io + 4,
+                ptr: c.pos,
                 max_keys: c.capacity,
             },
             None => Pos::Host(host),
@@ -549,10 +587,27 @@ impl CudaBackend {
         pos: Pos,
         rope: &Rope,
     ) -> CudaAct {
+        let out = self.alloc(1, q.cols);
+        self.attend_rope_to(cache, layer, q, k, v, pos, rope, self.ptr(&out));
+        out
+    }
+
+    /// [`Self::attend_rope`] writing its row at `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn attend_rope_to(
+        &self,
+        cache: &mut CudaKvCache,
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+        pos: Pos,
+        rope: &Rope,
+        out: u64,
+    ) {
         let shape = cache.shape;
         let dims = Self::attn_dims(shape);
         let (kc, vc) = self.kv_ptrs(cache, layer);
-        let out = self.alloc(1, q.cols);
         let route = AttnRoute::choose(self.opts.kv, dims, 1);
         let ws = cache.ws.as_mut().expect("made by kv_reserve");
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
@@ -571,13 +626,22 @@ impl CudaBackend {
                 new,
                 kc,
                 vc,
-                self.ptr(&out),
+                out,
                 pos,
                 dims,
                 scale,
             ),
         );
-        out
+    }
+
+    /// While a lanes step is captured, points the position-dependent ops at lane `lane`'s
+    /// slot and its cache's capacity.
+    fn capture_lane(&self, lane: usize, capacity: usize) {
+        if let Some(c) = self.capturing.lock().expect("capture state").as_mut() {
+            assert!(lane < c.lanes, "lane {lane} of a {}-lane capture", c.lanes);
+            c.pos = c.io + 4 * (c.lanes + lane) as u64;
+            c.capacity = capacity;
+        }
     }
 
     /// `y = x w^T (+ r)` with f32 activations (the exact mode): the tiled GEMM from
@@ -760,6 +824,7 @@ impl Backend for CudaBackend {
 
     fn new_kv_cache(&self, layers: usize, shape: AttnShape) -> CudaKvCache {
         let mut c = CudaKvCache {
+            id: NEXT_CACHE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             shape,
             len: 0,
             capacity: 0,
@@ -771,6 +836,7 @@ impl Backend for CudaBackend {
                 .collect(),
             ws: None,
             step: StepGraph::default(),
+            lanes: LanesGraph::default(),
         };
         self.kv_reserve(&mut c, 256);
         c
@@ -876,10 +942,10 @@ impl Backend for CudaBackend {
         // a buffer of its own (the launch writes through `own_buf`).
         let mut y = self.alloc_own(ids.len(), table.layout.k);
         if let Some(c) = self.capturing() {
-            assert_eq!(ids.len(), 1, "a captured step takes one token");
+            assert_eq!(ids.len(), c.lanes, "a captured step takes one token per lane");
             ok(
                 "embedding",
-                embedding::launch_at(&self.gpu, &route, table, c.io, 1, y.own_buf()),
+                embedding::launch_at(&self.gpu, &route, table, c.io, c.lanes, y.own_buf()),
             );
             return y;
         }
@@ -1235,6 +1301,97 @@ impl Backend for CudaBackend {
         self.gdn_out_norm(w, &o, z, t)
     }
 
+    fn concat_rows(&self, parts: &[CudaAct]) -> CudaAct {
+        let cols = parts.first().map_or(0, |m| m.cols);
+        assert!(
+            parts.iter().all(|m| m.cols == cols),
+            "concat_rows: widths differ"
+        );
+        let y = self.alloc(parts.iter().map(|m| m.rows).sum(), cols);
+        let mut row = 0;
+        for m in parts {
+            self.copy_block(m, 0, 0, &y, row, 0, m.rows, cols);
+            row += m.rows;
+        }
+        y
+    }
+
+    fn rope_attention_lanes(
+        &self,
+        caches: &mut [&mut CudaKvCache],
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+        head_dim: usize,
+        rope: &Rope,
+    ) -> CudaAct {
+        check_lanes(caches.len(), q.rows, "rope_attention_lanes");
+        assert_eq!((k.rows, v.rows), (q.rows, q.rows), "rope_attention_lanes: rows");
+        let out = self.alloc(q.rows, q.cols);
+        let fused = self.opts.fused && !rope_attention_apart();
+        // One launch per lane, each at its own position (from its slot while captured) into
+        // its row of the output.
+        for (i, cache) in caches.iter_mut().enumerate() {
+            let shape = cache.shape;
+            assert_eq!(head_dim, shape.head_dim, "rope_attention_lanes: head_dim");
+            self.capture_lane(i, cache.capacity);
+            let (mut qi, mut ki, vi) = (
+                self.slice_rows(q, i, 1),
+                self.slice_rows(k, i, 1),
+                self.slice_rows(v, i, 1),
+            );
+            if fused {
+                let pos = self.attention_pos(cache, 1);
+                let row = self.ptr(&out) + (i * q.cols * 4) as u64;
+                self.attend_rope_to(cache, layer, &qi, &ki, &vi, pos, rope, row);
+            } else {
+                let a = self.rope_attention(cache, layer, &mut qi, &mut ki, &vi, head_dim, rope);
+                self.copy_block(&a, 0, 0, &out, i, 0, 1, q.cols);
+            }
+        }
+        out
+    }
+
+    fn gdn_lanes(
+        &self,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        mixed: &CudaAct,
+        z: &CudaAct,
+        a: &CudaAct,
+        b: &CudaAct,
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let n = mixed.rows;
+        check_lanes(states.len(), n, "gdn_lanes");
+        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
+        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
+        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        assert_eq!((z.rows, a.rows, b.rows), (n, n, n), "gdn_lanes: rows");
+        let o = self.alloc(n, d.value_dim());
+        // Each lane's single-token step on its own state, into its row of `o`; then one
+        // gated norm over every lane's row.
+        for (i, st) in states.iter_mut().enumerate() {
+            let st = &mut st.0;
+            let x = RawInputs {
+                mixed: self.ptr(mixed) + (i * mixed.cols * 4) as u64,
+                a: self.ptr(a) + (i * d.hv * 4) as u64,
+                b: self.ptr(b) + (i * d.hv * 4) as u64,
+            };
+            let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d).unwrap_or_else(|| {
+                panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
+            });
+            crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, 1);
+            let row = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
+            ok(
+                "gdn",
+                gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(row), None, None),
+            );
+        }
+        self.gdn_out_norm(w, &o, z, n)
+    }
+
     fn concat_cols(&self, a: &CudaAct, b: &CudaAct) -> CudaAct {
         assert_eq!(a.rows, b.rows, "concat_cols: row counts differ");
         let y = self.alloc(a.rows, a.cols + b.cols);
@@ -1416,6 +1573,8 @@ impl Backend for CudaBackend {
         );
         *guard = Some(Capturing {
             io,
+            lanes: 1,
+            pos: io + 4,
             out,
             out_cap,
             capacity: cache.capacity,
@@ -1427,6 +1586,141 @@ impl Backend for CudaBackend {
             Graph::begin_capture(&self.gpu),
         );
         true
+    }
+
+    fn replay_lanes(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Option<Vec<f32>> {
+        check_lanes(caches.len(), ids.len(), "replay_lanes");
+        let now: Vec<(u64, usize)> = caches.iter().map(|c| (c.id, c.capacity)).collect();
+        let room = caches.iter().all(|c| c.len < c.capacity);
+        let input: Vec<i32> = ids
+            .iter()
+            .map(|&id| id as i32)
+            .chain(caches.iter().map(|c| c.len as i32))
+            .collect();
+        let g = &mut caches.first_mut()?.lanes;
+        let step = g.captured.as_ref()?;
+        if step.caches != now || !room {
+            // Other caches, or one grew (new buffers) or is about to: capture again.
+            g.captured = None;
+            return None;
+        }
+        let out_len = step.out_len;
+        let io = g.io.as_mut().expect("made by begin_lanes_capture");
+        ok(
+            "writing the lanes step's input",
+            self.gpu
+                .stream()
+                .memcpy_htod(&input, io)
+                .map_err(|e| GpuError::driver("writing the lanes step's input", e)),
+        );
+        let step = g.captured.as_ref().expect("checked above");
+        ok("replaying the lanes step", step.graph.replay());
+        let out = g.out.as_ref().expect("made by begin_lanes_capture");
+        let mut logits = ok("reading the lanes step's logits", self.gpu.download(out));
+        logits.truncate(out_len);
+        for c in caches.iter_mut() {
+            c.len += 1;
+        }
+        Some(logits)
+    }
+
+    fn begin_lanes_capture(&self, caches: &mut [&mut CudaKvCache], logits: usize) -> bool {
+        let n = caches.len();
+        if !self.opts.graphs || n == 0 {
+            return false;
+        }
+        {
+            let mut warmed = self.lanes_warmed.lock().expect("lanes warm-up");
+            if !warmed.contains(&n) {
+                // This step runs op by op (loading its kernels); the next one is captured.
+                warmed.push(n);
+                return false;
+            }
+        }
+        // Room for this step first: a cache cannot grow inside the graph.
+        for c in caches.iter_mut() {
+            self.kv_reserve(c, c.len + 1);
+        }
+        let capacity = caches[0].capacity;
+        let g = &mut caches[0].lanes;
+        g.captured = None;
+        if g.out.as_ref().is_none_or(|o| o.len() != n * logits) {
+            g.out = Some(ok(
+                "allocating the lanes step's logits",
+                self.gpu.alloc_zeros(n * logits),
+            ));
+        }
+        if g.io.as_ref().is_none_or(|io| io.len() != 2 * n) {
+            g.io = Some(ok(
+                "allocating lanes step inputs",
+                self.gpu.alloc_zeros(2 * n),
+            ));
+        }
+        let io = self.slice_ptr(g.io.as_ref().expect("made above"));
+        let out = self.slice_ptr(g.out.as_ref().expect("made above"));
+        let want = g.arena_need.max(ARENA_FIRST);
+        if g.arena.as_ref().is_none_or(|a| a.len() < want) {
+            let buf = ok(
+                "allocating the lanes step arena",
+                self.gpu.alloc_zeros::<f32>(want),
+            );
+            g.arena = Some(Arc::new(AnyBuffer::F32(buf)));
+        }
+        *self.arena.lock().expect("arena") = Some(StepArena {
+            buf: g.arena.clone().expect("made above"),
+            used: 0,
+            need: 0,
+        });
+        let mut guard = self.capturing.lock().expect("capture state");
+        assert!(
+            guard.is_none(),
+            "cuda backend: a capture is already in progress"
+        );
+        *guard = Some(Capturing {
+            io,
+            lanes: n,
+            pos: io + 4 * n as u64,
+            out,
+            out_cap: n * logits,
+            capacity,
+            out_len: None,
+        });
+        drop(guard);
+        ok(
+            "beginning the lanes step capture",
+            Graph::begin_capture(&self.gpu),
+        );
+        true
+    }
+
+    fn end_lanes_capture(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Vec<f32> {
+        let graph = Graph::end_capture(&self.gpu);
+        let need = self.arena.lock().expect("arena").take().map(|a| a.need);
+        let c = self
+            .capturing
+            .lock()
+            .expect("capture state")
+            .take()
+            .expect("end_lanes_capture without begin_lanes_capture");
+        let graph = ok("capturing the lanes step", graph);
+        let out_len = c.out_len.expect("the captured lanes step produced no logits");
+        let named = caches.iter().map(|c| (c.id, c.capacity)).collect();
+        let g = &mut caches[0].lanes;
+        if let Some(need) = need {
+            g.arena_need = need;
+        }
+        g.captured = Some(CapturedLanes {
+            graph,
+            caches: named,
+            out_len,
+        });
+        tracing::info!("lanes step captured ({} lanes)", caches.len());
+        // The host side ran the step (every cache is one longer); run the device side.
+        for c in caches.iter_mut() {
+            c.len -= 1;
+        }
+        self.replay_lanes(caches, ids)
+            .expect("a lanes step just captured replays")
     }
 
     fn end_step_capture(&self, cache: &mut CudaKvCache, id: u32) -> Vec<f32> {
