@@ -461,10 +461,7 @@ pub fn record(info: &RunInfo, m: &Measurement) -> ModelBenchRecord {
     let decode = m.kind == Kind::Decode;
     // A step decodes one token per lane.
     let steps = (m.tokens / m.lanes.max(1)).max(1);
-    let step_us = m
-        .seconds
-        .filter(|_| decode)
-        .map(|s| s * 1e6 / steps as f64);
+    let step_us = m.seconds.filter(|_| decode).map(|s| s * 1e6 / steps as f64);
     let floor_us = match (decode && m.seconds.is_some(), info.copy_bytes_per_s) {
         (true, Some(bw)) => Some(info.step_bytes / bw * 1e6),
         _ => None,

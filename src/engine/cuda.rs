@@ -942,7 +942,11 @@ impl Backend for CudaBackend {
         // a buffer of its own (the launch writes through `own_buf`).
         let mut y = self.alloc_own(ids.len(), table.layout.k);
         if let Some(c) = self.capturing() {
-            assert_eq!(ids.len(), c.lanes, "a captured step takes one token per lane");
+            assert_eq!(
+                ids.len(),
+                c.lanes,
+                "a captured step takes one token per lane"
+            );
             ok(
                 "embedding",
                 embedding::launch_at(&self.gpu, &route, table, c.io, c.lanes, y.own_buf()),
@@ -1327,7 +1331,11 @@ impl Backend for CudaBackend {
         rope: &Rope,
     ) -> CudaAct {
         check_lanes(caches.len(), q.rows, "rope_attention_lanes");
-        assert_eq!((k.rows, v.rows), (q.rows, q.rows), "rope_attention_lanes: rows");
+        assert_eq!(
+            (k.rows, v.rows),
+            (q.rows, q.rows),
+            "rope_attention_lanes: rows"
+        );
         let out = self.alloc(q.rows, q.cols);
         let fused = self.opts.fused && !rope_attention_apart();
         // One launch per lane, each at its own position (from its slot while captured) into
@@ -1379,9 +1387,10 @@ impl Backend for CudaBackend {
                 a: self.ptr(a) + (i * d.hv * 4) as u64,
                 b: self.ptr(b) + (i * d.hv * 4) as u64,
             };
-            let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d).unwrap_or_else(|| {
-                panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
-            });
+            let mut route =
+                RecurrentRoute::choose(Mode::Step, st.s.ty(), &d).unwrap_or_else(|| {
+                    panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
+                });
             crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, 1);
             let row = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
             ok(
@@ -1599,7 +1608,10 @@ impl Backend for CudaBackend {
             .collect();
         let g = &mut caches.first_mut()?.lanes;
         let step = g.captured.as_ref()?;
-        if step.caches != now || !room {
+        // A capture whose activations outgrew its arena holds allocation nodes (no
+        // kernel-to-kernel edges there): capture again, now with an arena that fits.
+        let arena_short = g.arena.as_ref().is_some_and(|a| a.len() < g.arena_need);
+        if step.caches != now || !room || arena_short {
             // Other caches, or one grew (new buffers) or is about to: capture again.
             g.captured = None;
             return None;
@@ -1703,7 +1715,9 @@ impl Backend for CudaBackend {
             .take()
             .expect("end_lanes_capture without begin_lanes_capture");
         let graph = ok("capturing the lanes step", graph);
-        let out_len = c.out_len.expect("the captured lanes step produced no logits");
+        let out_len = c
+            .out_len
+            .expect("the captured lanes step produced no logits");
         let named = caches.iter().map(|c| (c.id, c.capacity)).collect();
         let g = &mut caches[0].lanes;
         if let Some(need) = need {

@@ -506,8 +506,7 @@ impl<B: Backend> CausalLm<B> for Model<B> {
                 drop(kvs);
                 // Recorded, not run: the host side (cache lengths) advances as in an eager step.
                 self.forward_lanes_ops(states, ids);
-                let mut kvs: Vec<&mut B::KvCache> =
-                    states.iter_mut().map(|s| s.kv_mut()).collect();
+                let mut kvs: Vec<&mut B::KvCache> = states.iter_mut().map(|s| s.kv_mut()).collect();
                 return per_lane(b.end_lanes_capture(&mut kvs, ids), vocab);
             }
         }
