@@ -634,6 +634,36 @@ impl CudaBackend {
         );
     }
 
+    /// Runs the lanes graph kept in `caches[0]` (checked valid for these caches) for `ids`:
+    /// every lane's logits, every cache advanced by one.
+    fn run_lanes_graph(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Vec<f32> {
+        let input: Vec<i32> = ids
+            .iter()
+            .map(|&id| id as i32)
+            .chain(caches.iter().map(|c| c.len as i32))
+            .collect();
+        let g = &mut caches[0].lanes;
+        let step = g.captured.as_ref().expect("a captured lanes step");
+        let out_len = step.out_len;
+        let io = g.io.as_mut().expect("made by begin_lanes_capture");
+        ok(
+            "writing the lanes step's input",
+            self.gpu
+                .stream()
+                .memcpy_htod(&input, io)
+                .map_err(|e| GpuError::driver("writing the lanes step's input", e)),
+        );
+        let step = g.captured.as_ref().expect("checked above");
+        ok("replaying the lanes step", step.graph.replay());
+        let out = g.out.as_ref().expect("made by begin_lanes_capture");
+        let mut logits = ok("reading the lanes step's logits", self.gpu.download(out));
+        logits.truncate(out_len);
+        for c in caches.iter_mut() {
+            c.len += 1;
+        }
+        logits
+    }
+
     /// While a lanes step is captured, points the position-dependent ops at lane `lane`'s
     /// slot and its cache's capacity.
     fn capture_lane(&self, lane: usize, capacity: usize) {
@@ -1601,11 +1631,6 @@ impl Backend for CudaBackend {
         check_lanes(caches.len(), ids.len(), "replay_lanes");
         let now: Vec<(u64, usize)> = caches.iter().map(|c| (c.id, c.capacity)).collect();
         let room = caches.iter().all(|c| c.len < c.capacity);
-        let input: Vec<i32> = ids
-            .iter()
-            .map(|&id| id as i32)
-            .chain(caches.iter().map(|c| c.len as i32))
-            .collect();
         let g = &mut caches.first_mut()?.lanes;
         let step = g.captured.as_ref()?;
         // A capture whose activations outgrew its arena holds allocation nodes (no
@@ -1616,24 +1641,7 @@ impl Backend for CudaBackend {
             g.captured = None;
             return None;
         }
-        let out_len = step.out_len;
-        let io = g.io.as_mut().expect("made by begin_lanes_capture");
-        ok(
-            "writing the lanes step's input",
-            self.gpu
-                .stream()
-                .memcpy_htod(&input, io)
-                .map_err(|e| GpuError::driver("writing the lanes step's input", e)),
-        );
-        let step = g.captured.as_ref().expect("checked above");
-        ok("replaying the lanes step", step.graph.replay());
-        let out = g.out.as_ref().expect("made by begin_lanes_capture");
-        let mut logits = ok("reading the lanes step's logits", self.gpu.download(out));
-        logits.truncate(out_len);
-        for c in caches.iter_mut() {
-            c.len += 1;
-        }
-        Some(logits)
+        Some(self.run_lanes_graph(caches, ids))
     }
 
     fn begin_lanes_capture(&self, caches: &mut [&mut CudaKvCache], logits: usize) -> bool {
@@ -1733,8 +1741,7 @@ impl Backend for CudaBackend {
         for c in caches.iter_mut() {
             c.len -= 1;
         }
-        self.replay_lanes(caches, ids)
-            .expect("a lanes step just captured replays")
+        self.run_lanes_graph(caches, ids)
     }
 
     fn end_step_capture(&self, cache: &mut CudaKvCache, id: u32) -> Vec<f32> {
