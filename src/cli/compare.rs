@@ -95,7 +95,8 @@ fn trace<B: Backend>(
 }
 
 /// Every lane's greedy trace, the lanes decoded together through the batched step (each
-/// prompt prefilled on its own first). No prefill rows (`Trace::prefill` stays empty).
+/// prompt prefilled on its own first; the last step lane by lane). No prefill rows
+/// (`Trace::prefill` stays empty).
 fn trace_lanes<B: Backend>(
     b: &B,
     files: &ModelFiles,
@@ -120,13 +121,22 @@ fn trace_lanes<B: Backend>(
         })
         .collect();
     let mut refs: Vec<_> = states.iter_mut().collect();
-    for _ in 0..n {
+    for k in 0..n {
         let ids: Vec<u32> = logits.iter().map(|l| argmax(l)).collect();
         for ((tr, l), &id) in traces.iter_mut().zip(logits.iter_mut()).zip(&ids) {
             tr.tokens.push(id);
             tr.rows.push(std::mem::take(l));
         }
-        logits = model.forward_lanes(&mut refs, &ids);
+        logits = if k + 1 == n && n > 1 {
+            // The last step lane by lane through the single-sequence step: a lane's state,
+            // once decoded in a batch, still serves the sequence's own ops.
+            refs.iter_mut()
+                .zip(&ids)
+                .map(|(s, &id)| model.forward(s, &[id], LogitsWanted::Last))
+                .collect()
+        } else {
+            model.forward_lanes(&mut refs, &ids)
+        };
     }
     Ok(traces)
 }

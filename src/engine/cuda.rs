@@ -127,8 +127,11 @@ pub struct CudaBackend {
     prefill: Option<Arc<PrefillCublas>>,
     /// Where a captured step's activations are carved from (set while capturing).
     arena: Arc<Mutex<Option<StepArena>>>,
-    /// Lane counts whose lanes step has run op by op (every kernel it launches is loaded).
-    lanes_warmed: Arc<Mutex<Vec<usize>>>,
+    /// Batches (their caches' ids) whose lanes step has run op by op: every kernel it
+    /// launches is loaded and its GDN states sit in slabs.
+    lanes_warmed: Arc<Mutex<Vec<Vec<u64>>>>,
+    /// Bumped whenever GDN states move into a slab (`gdn_epoch`).
+    gdn_epoch: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A batch's lanes-step graph bookkeeping, kept in the first lane's cache: the batch that
@@ -149,6 +152,8 @@ struct LanesGraph {
 /// A captured lanes step: the caches it names (by id) and the capacities it planned for.
 struct CapturedLanes {
     graph: Graph,
+    /// The GDN epoch it was captured in.
+    epoch: u64,
     caches: Vec<(u64, usize)>,
     out_len: usize,
 }
@@ -197,6 +202,8 @@ struct Capturing {
 /// A sequence's captured single-token step.
 struct CapturedStep {
     graph: Graph,
+    /// The GDN epoch it was captured in (a later move of GDN states invalidates it).
+    epoch: u64,
     /// The cache capacity it was captured at: the buffers it names, and the most
     /// positions its attention grid covers.
     capacity: usize,
@@ -266,8 +273,19 @@ pub struct CudaKvCache {
 /// A GDN layer's parameters on the device.
 pub struct CudaGdnWeights(gdn::GdnWeights);
 
-/// One sequence's GDN state (one lane).
-pub struct CudaGdnState(gdn::GdnState);
+/// One sequence's state of one GDN layer: a buffer of its own (one lane), or lane `lane` of
+/// a slab that holds a batch's states side by side (`gdn::GdnState` of `lanes` lanes, the
+/// layout one recurrent launch steps every lane of). A batch's first lanes step moves its
+/// states into a slab; the sequence's own ops then work on its slot.
+pub struct CudaGdnState(GdnSlot);
+
+enum GdnSlot {
+    Own(gdn::GdnState),
+    Slab {
+        slab: Arc<Mutex<gdn::GdnState>>,
+        lane: usize,
+    },
+}
 
 fn ok<T>(what: &str, r: Result<T, GpuError>) -> T {
     r.unwrap_or_else(|e| panic!("cuda backend: {what}: {e}"))
@@ -293,6 +311,7 @@ impl CudaBackend {
             prefill,
             arena: Arc::new(Mutex::new(None)),
             lanes_warmed: Arc::new(Mutex::new(Vec::new())),
+            gdn_epoch: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         })
     }
 
@@ -664,6 +683,194 @@ impl CudaBackend {
         logits
     }
 
+    /// [`Backend::gdn`] on one lane's state (its own, or an alias of its slot).
+    fn gdn_one(
+        &self,
+        w: &CudaGdnWeights,
+        st: &mut gdn::GdnState,
+        mixed: &CudaAct,
+        z: &CudaAct,
+        a: &CudaAct,
+        b: &CudaAct,
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let t = mixed.rows;
+        let o = self.alloc(t, d.value_dim());
+        let x = RawInputs {
+            mixed: self.ptr(mixed),
+            a: self.ptr(a),
+            b: self.ptr(b),
+        };
+        if t >= GDN_CHUNKED_MIN_T && gdn::prefill_supports(&d) {
+            // Long blocks: the chunked (WY) prefill instead of T sequential steps.
+            let mut ws = ok(
+                "gdn prefill workspace",
+                gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty()),
+            );
+            ok(
+                "gdn prefill",
+                gdn::launch_prefill(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o)),
+            );
+            return self.gdn_out_norm(w, &o, z, t);
+        }
+        let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
+            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
+        crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, t);
+        ok(
+            "gdn",
+            gdn::launch_recurrent(
+                &self.gpu,
+                &route,
+                &w.0,
+                st,
+                x,
+                t,
+                Some(self.ptr(&o)),
+                None,
+                None,
+            ),
+        );
+        self.gdn_out_norm(w, &o, z, t)
+    }
+
+    /// Runs `f` on the state of one lane: its own, or a one-lane alias of its slot in a slab
+    /// (views of the slab's buffers, forgotten, never freed, afterwards).
+    fn with_lane<R>(
+        &self,
+        state: &mut CudaGdnState,
+        d: &GdnDims,
+        f: impl FnOnce(&mut gdn::GdnState) -> R,
+    ) -> R {
+        let (slab, lane) = match &mut state.0 {
+            GdnSlot::Own(st) => return f(st),
+            GdnSlot::Slab { slab, lane } => (slab.clone(), *lane),
+        };
+        let g = slab.lock().expect("gdn slab");
+        assert!(lane < g.lanes, "gdn slot {lane} of {} lanes", g.lanes);
+        let (sl, cl, hk) = (d.state_len(), d.conv_state_len(), d.hk);
+        let stream = self.gpu.stream();
+        // SAFETY: each view lies inside its slab buffer (lane < lanes) and is never dropped
+        // as an owner (`ManuallyDrop`, then `leak`); the slab outlives it (locked here).
+        let alias = unsafe {
+            let s = match &g.s {
+                gdn::StateBuf::F32(x) => gdn::StateBuf::F32(
+                    stream.upgrade_device_ptr(self.slice_ptr(x) + (lane * sl * 4) as u64, sl),
+                ),
+                gdn::StateBuf::F16(x) => gdn::StateBuf::F16(
+                    stream.upgrade_device_ptr(self.slice_ptr(x) + (lane * sl * 2) as u64, sl),
+                ),
+            };
+            gdn::GdnState {
+                lanes: 1,
+                s,
+                conv: stream
+                    .upgrade_device_ptr(self.slice_ptr(&g.conv) + (lane * cl * 4) as u64, cl),
+                counters: stream
+                    .upgrade_device_ptr(self.slice_ptr(&g.counters) + (lane * hk * 4) as u64, hk),
+            }
+        };
+        let mut alias = std::mem::ManuallyDrop::new(alias);
+        let r = f(&mut alias);
+        let alias = std::mem::ManuallyDrop::into_inner(alias);
+        match alias.s {
+            gdn::StateBuf::F32(x) => {
+                x.leak();
+            }
+            gdn::StateBuf::F16(x) => {
+                x.leak();
+            }
+        }
+        alias.conv.leak();
+        alias.counters.leak();
+        drop(g);
+        r
+    }
+
+    /// The slab whose lanes `0..n` are `states` in order, if they are.
+    fn common_slab(states: &[&mut CudaGdnState]) -> Option<Arc<Mutex<gdn::GdnState>>> {
+        let GdnSlot::Slab { slab, .. } = &states.first()?.0 else {
+            return None;
+        };
+        let all = states.iter().enumerate().all(|(i, st)| {
+            matches!(&st.0, GdnSlot::Slab { slab: s, lane } if Arc::ptr_eq(s, slab) && *lane == i)
+        });
+        let lanes = slab.lock().expect("gdn slab").lanes;
+        (all && lanes == states.len()).then(|| slab.clone())
+    }
+
+    /// Moves `states` into a new slab of `states.len()` lanes, lane `i` the contents of
+    /// `states[i]`, and makes every captured graph replay no more (they name the old
+    /// buffers).
+    fn into_slab(&self, states: &mut [&mut CudaGdnState], d: &GdnDims) {
+        self.not_capturing("moving gdn states into a slab");
+        let n = states.len();
+        let ty = match &states[0].0 {
+            GdnSlot::Own(st) => st.s.ty(),
+            GdnSlot::Slab { slab, .. } => slab.lock().expect("gdn slab").s.ty(),
+        };
+        let slab = ok(
+            "allocating a gdn slab",
+            gdn::GdnState::zeros(&self.gpu, d, ty, n),
+        );
+        let (sl, cl, hk) = (d.state_len(), d.conv_state_len(), d.hk);
+        let sb = sl * ty.bytes();
+        let state_ptr = |s: &gdn::StateBuf| match s {
+            gdn::StateBuf::F32(x) => self.slice_ptr(x),
+            gdn::StateBuf::F16(x) => self.slice_ptr(x),
+        };
+        let copy = |to: u64, from: u64, bytes: usize| {
+            // SAFETY: both ranges lie inside live buffers of at least `bytes` (slots of the
+            // same dims); stream-ordered with every launch on them.
+            let r = unsafe {
+                cudarc::driver::result::memcpy_dtod_async(
+                    to,
+                    from,
+                    bytes,
+                    self.gpu.stream().cu_stream(),
+                )
+            };
+            ok(
+                "copying a gdn state",
+                r.map_err(|e| GpuError::driver("copying a gdn state", e)),
+            );
+        };
+        let base = (
+            state_ptr(&slab.s),
+            self.slice_ptr(&slab.conv),
+            self.slice_ptr(&slab.counters),
+        );
+        for (i, st) in states.iter_mut().enumerate() {
+            self.with_lane(st, d, |src| {
+                copy(base.0 + (i * sb) as u64, state_ptr(&src.s), sb);
+                copy(
+                    base.1 + (i * cl * 4) as u64,
+                    self.slice_ptr(&src.conv),
+                    cl * 4,
+                );
+                copy(
+                    base.2 + (i * hk * 4) as u64,
+                    self.slice_ptr(&src.counters),
+                    hk * 4,
+                );
+            });
+        }
+        let slab = Arc::new(Mutex::new(slab));
+        for (lane, st) in states.iter_mut().enumerate() {
+            st.0 = GdnSlot::Slab {
+                slab: slab.clone(),
+                lane,
+            };
+        }
+        self.gdn_epoch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many times GDN states have moved into slabs (a graph captured before a move
+    /// names buffers that may be gone).
+    fn gdn_epoch(&self) -> u64 {
+        self.gdn_epoch.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// While a lanes step is captured, points the position-dependent ops at lane `lane`'s
     /// slot and its cache's capacity.
     fn capture_lane(&self, lane: usize, capacity: usize) {
@@ -898,10 +1105,10 @@ impl Backend for CudaBackend {
     }
 
     fn new_gdn_state(&self, dims: GdnDims, ty: StateType) -> CudaGdnState {
-        CudaGdnState(ok(
+        CudaGdnState(GdnSlot::Own(ok(
             "allocating gdn state",
             gdn::GdnState::zeros(&self.gpu, &dims, ty, 1),
-        ))
+        )))
     }
 
     fn to_host(&self, x: &CudaAct) -> Vec<f32> {
@@ -1292,47 +1499,10 @@ impl Backend for CudaBackend {
         b: &CudaAct,
     ) -> CudaAct {
         let d = w.0.dims;
-        let t = mixed.rows;
         assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
         assert_eq!(z.cols, d.value_dim(), "gdn: z width");
         assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
-        let st = &mut state.0;
-        let o = self.alloc(t, d.value_dim());
-        let x = RawInputs {
-            mixed: self.ptr(mixed),
-            a: self.ptr(a),
-            b: self.ptr(b),
-        };
-        if t >= GDN_CHUNKED_MIN_T && gdn::prefill_supports(&d) {
-            // Long blocks: the chunked (WY) prefill instead of T sequential steps.
-            let mut ws = ok(
-                "gdn prefill workspace",
-                gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty()),
-            );
-            ok(
-                "gdn prefill",
-                gdn::launch_prefill(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o)),
-            );
-            return self.gdn_out_norm(w, &o, z, t);
-        }
-        let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
-            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
-        crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, t);
-        ok(
-            "gdn",
-            gdn::launch_recurrent(
-                &self.gpu,
-                &route,
-                &w.0,
-                st,
-                x,
-                t,
-                Some(self.ptr(&o)),
-                None,
-                None,
-            ),
-        );
-        self.gdn_out_norm(w, &o, z, t)
+        self.with_lane(state, &d, |st| self.gdn_one(w, st, mixed, z, a, b))
     }
 
     fn concat_rows(&self, parts: &[CudaAct]) -> CudaAct {
@@ -1408,25 +1578,39 @@ impl Backend for CudaBackend {
         assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
         assert_eq!((z.rows, a.rows, b.rows), (n, n, n), "gdn_lanes: rows");
         let o = self.alloc(n, d.value_dim());
-        // Each lane's single-token step on its own state, into its row of `o`; then one
-        // gated norm over every lane's row.
-        for (i, st) in states.iter_mut().enumerate() {
-            let st = &mut st.0;
-            let x = RawInputs {
-                mixed: self.ptr(mixed) + (i * mixed.cols * 4) as u64,
-                a: self.ptr(a) + (i * d.hv * 4) as u64,
-                b: self.ptr(b) + (i * d.hv * 4) as u64,
-            };
+        // The lanes' states side by side in one slab (moved there at the batch's first
+        // step, which is never captured): one launch steps every lane. Rows of `mixed`,
+        // `a`, `b` and `o` are the lanes, as the kernel's `[lanes][t = 1]` layout wants.
+        let mut slab = Self::common_slab(states);
+        if slab.is_none() && self.capturing().is_none() {
+            self.into_slab(states, &d);
+            slab = Self::common_slab(states);
+        }
+        let step = |st: &mut gdn::GdnState, x: RawInputs, out: u64| {
             let mut route =
                 RecurrentRoute::choose(Mode::Step, st.s.ty(), &d).unwrap_or_else(|| {
                     panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
                 });
             crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, 1);
-            let row = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
             ok(
                 "gdn",
-                gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(row), None, None),
+                gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(out), None, None),
             );
+        };
+        let x = |i: usize| RawInputs {
+            mixed: self.ptr(mixed) + (i * mixed.cols * 4) as u64,
+            a: self.ptr(a) + (i * d.hv * 4) as u64,
+            b: self.ptr(b) + (i * d.hv * 4) as u64,
+        };
+        match slab {
+            Some(slab) => step(&mut slab.lock().expect("gdn slab"), x(0), self.ptr(&o)),
+            None => {
+                // Lanes of no common slab inside a capture: one launch per lane.
+                for (i, st) in states.iter_mut().enumerate() {
+                    let row = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
+                    self.with_lane(st, &d, |st| step(st, x(i), row));
+                }
+            }
         }
         self.gdn_out_norm(w, &o, z, n)
     }
@@ -1545,11 +1729,11 @@ impl Backend for CudaBackend {
 
     fn replay_step(&self, cache: &mut CudaKvCache, id: u32) -> Option<Vec<f32>> {
         let pos = cache.len;
-        let (capacity, out_len) = {
+        let (capacity, out_len, epoch) = {
             let c = cache.step.captured.as_ref()?;
-            (c.capacity, c.out_len)
+            (c.capacity, c.out_len, c.epoch)
         };
-        if capacity != cache.capacity || pos + 1 > capacity {
+        if capacity != cache.capacity || pos + 1 > capacity || epoch != self.gdn_epoch() {
             // The cache grew (new buffers) or is about to: capture again.
             cache.step.captured = None;
             return None;
@@ -1636,7 +1820,8 @@ impl Backend for CudaBackend {
         // A capture whose activations outgrew its arena holds allocation nodes (no
         // kernel-to-kernel edges there): capture again, now with an arena that fits.
         let arena_short = g.arena.as_ref().is_some_and(|a| a.len() < g.arena_need);
-        if step.caches != now || !room || arena_short {
+        let moved = step.epoch != self.gdn_epoch();
+        if step.caches != now || !room || arena_short || moved {
             // Other caches, or one grew (new buffers) or is about to: capture again.
             g.captured = None;
             return None;
@@ -1650,10 +1835,12 @@ impl Backend for CudaBackend {
             return false;
         }
         {
+            let ids: Vec<u64> = caches.iter().map(|c| c.id).collect();
             let mut warmed = self.lanes_warmed.lock().expect("lanes warm-up");
-            if !warmed.contains(&n) {
-                // This step runs op by op (loading its kernels); the next one is captured.
-                warmed.push(n);
+            if !warmed.contains(&ids) {
+                // This batch's first step runs op by op (loading its kernels, moving its GDN
+                // states into slabs); the next one is captured.
+                warmed.push(ids);
                 return false;
             }
         }
@@ -1733,6 +1920,7 @@ impl Backend for CudaBackend {
         }
         g.captured = Some(CapturedLanes {
             graph,
+            epoch: self.gdn_epoch(),
             caches: named,
             out_len,
         });
@@ -1767,6 +1955,7 @@ impl Backend for CudaBackend {
         let out_len = c.out_len.expect("the captured step produced no logits");
         cache.step.captured = Some(CapturedStep {
             graph,
+            epoch: self.gdn_epoch(),
             capacity: c.capacity,
             out_len,
         });
