@@ -801,7 +801,7 @@ impl CudaBackend {
     /// Moves `states` into a new slab of `states.len()` lanes, lane `i` the contents of
     /// `states[i]`, and makes every captured graph replay no more (they name the old
     /// buffers).
-    fn into_slab(&self, states: &mut [&mut CudaGdnState], d: &GdnDims) {
+    fn move_into_slab(&self, states: &mut [&mut CudaGdnState], d: &GdnDims) {
         self.not_capturing("moving gdn states into a slab");
         let n = states.len();
         let ty = match &states[0].0 {
@@ -1583,7 +1583,7 @@ impl Backend for CudaBackend {
         // `a`, `b` and `o` are the lanes, as the kernel's `[lanes][t = 1]` layout wants.
         let mut slab = Self::common_slab(states);
         if slab.is_none() && self.capturing().is_none() {
-            self.into_slab(states, &d);
+            self.move_into_slab(states, &d);
             slab = Self::common_slab(states);
         }
         let step = |st: &mut gdn::GdnState, x: RawInputs, out: u64| {
