@@ -85,3 +85,57 @@ fn bad_options_exit_two_with_a_sentence() {
         );
     }
 }
+
+#[test]
+fn lanes_on_the_cpu_match_single_sequences_and_write_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("lanes.jsonl");
+    let qwen35 = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/qwen35_r2");
+    let out = ninfer(&[
+        "compare",
+        "--device",
+        "cpu",
+        "--model",
+        qwen35,
+        "--lanes",
+        "3",
+        "--tokens",
+        "6",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("3 lanes") && stdout.contains("identical") && stdout.contains("PASS"),
+        "{stdout}"
+    );
+    let rec: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
+    assert_eq!(rec["what"], "backend_compare_lanes");
+    assert_eq!(rec["identical_tokens"], serde_json::json!([6, 6, 6]));
+    // Lanes at different positions: prompts one token apart.
+    let lens: Vec<u64> = rec["prompt_tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!((lens[1] - lens[0], lens[2] - lens[0]), (1, 2));
+    assert!(rec["decode_rel_l2_worst"].as_f64().unwrap() < 1e-5);
+    assert_eq!(rec["pass"], true);
+}
+
+#[test]
+fn too_many_lanes_are_refused() {
+    let out = ninfer(&[
+        "compare", "--device", "cpu", "--model", LLAMA, "--lanes", "9",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--lanes 9"), "{err}");
+}

@@ -15,9 +15,12 @@
 //! `decode_tokens` timed steps (each returns its logits to the host, as generation does).
 //! Token ids are random (seeded): no tokenizer is needed.
 //!
-//! Several lanes (independent sequences decoded together) need a batched decode step, which
-//! the engine does not have yet: such rows are reported as not supported, never timed as
-//! lanes run one after another.
+//! Several lanes (independent sequences decoded together) run the batched decode step
+//! ([`CausalLm::forward_lanes`]): each lane holds its own context (`decode_context` random
+//! tokens of a stream of its own), then every step decodes one token per lane together.
+//! Such a row's `tokens` are the tokens of all lanes (`lanes * decode_tokens`), so tokens/s
+//! counts every lane's; its step time is that of one batched step. One lane is the plain
+//! single-sequence step.
 
 use std::time::Instant;
 
@@ -35,7 +38,7 @@ use crate::model::{expected_tensors, ModelConfig, ModelFiles};
 pub struct Plan {
     /// Prompt lengths, each timed on a fresh sequence.
     pub prompts: Vec<usize>,
-    /// Lane counts for decode (1 is the only one the engine can run today).
+    /// Lane counts for decode (more than one: the batched step).
     pub lanes: Vec<usize>,
     /// Timed decode steps.
     pub decode_tokens: usize,
@@ -64,9 +67,9 @@ pub enum Kind {
 pub struct Measurement {
     pub kind: Kind,
     pub lanes: usize,
-    /// Prompt length, or timed decode steps.
+    /// Prompt length, or tokens decoded in the timed steps (every lane's).
     pub tokens: usize,
-    /// Tokens in the sequence when timing began.
+    /// Tokens in the sequence (each lane's) when timing began.
     pub context: usize,
     /// Seconds for `tokens` (the median run for prompts); `None`: not supported.
     pub seconds: Option<f64>,
@@ -329,21 +332,8 @@ pub fn measure<B: Backend>(
     }
     for &lanes in &plan.lanes {
         if lanes != 1 {
-            push(
-                Measurement {
-                    kind: Kind::Decode,
-                    lanes,
-                    tokens: plan.decode_tokens,
-                    context: plan.decode_context + plan.warmup_steps,
-                    seconds: None,
-                    note: Some(
-                        "not supported: the engine has no batched (multi-lane) decode step yet"
-                            .into(),
-                    ),
-                    variant: None,
-                },
-                &mut out,
-            );
+            let m = decode_lanes(&model, plan, lanes, vocab, chunk);
+            push(m, &mut out);
             continue;
         }
         let context = random_ids(plan.seed, 1000, plan.decode_context, vocab);
@@ -384,6 +374,55 @@ pub fn measure<B: Backend>(
     Ok((load_s, out))
 }
 
+/// Times `plan.decode_tokens` batched steps of `lanes` lanes, each lane holding its own
+/// `decode_context` tokens first (a stream of ids of its own) and the warm-up steps run
+/// batched (the first runs op by op, the second is captured where the backend can).
+fn decode_lanes<B: Backend>(
+    model: &arch::Model<B>,
+    plan: &Plan,
+    lanes: usize,
+    vocab: usize,
+    chunk: Option<usize>,
+) -> Measurement {
+    let mut states: Vec<_> = (0..lanes).map(|_| model.new_state()).collect();
+    for (i, state) in states.iter_mut().enumerate() {
+        let context = random_ids(plan.seed, 1000 + 16 * i as u64, plan.decode_context, vocab);
+        if !context.is_empty() {
+            forward_chunked(model, state, &context, LogitsWanted::Last, chunk);
+        }
+    }
+    let steps: Vec<Vec<u32>> = (0..lanes)
+        .map(|i| {
+            let n = plan.warmup_steps + plan.decode_tokens;
+            random_ids(plan.seed, 1001 + 16 * i as u64, n, vocab)
+        })
+        .collect();
+    let ids_at = |k: usize| -> Vec<u32> { steps.iter().map(|s| s[k]).collect() };
+    let mut refs: Vec<&mut arch::ModelState<B>> = states.iter_mut().collect();
+    for k in 0..plan.warmup_steps {
+        model.forward_lanes(&mut refs, &ids_at(k));
+    }
+    let at = model.position(refs[0]);
+    let t = Instant::now();
+    let mut last = Vec::new();
+    for k in plan.warmup_steps..plan.warmup_steps + plan.decode_tokens {
+        last = model.forward_lanes(&mut refs, &ids_at(k));
+    }
+    let s = t.elapsed().as_secs_f64();
+    for l in &last {
+        check_finite(l, "decode");
+    }
+    Measurement {
+        kind: Kind::Decode,
+        lanes,
+        tokens: lanes * plan.decode_tokens,
+        context: at,
+        seconds: Some(s),
+        note: None,
+        variant: None,
+    }
+}
+
 /// Random weights that overflow would make the timing meaningless; say so loudly.
 fn check_finite(logits: &[f32], what: &str) {
     if logits.iter().any(|x| !x.is_finite()) {
@@ -420,10 +459,9 @@ pub struct RunInfo {
 pub fn record(info: &RunInfo, m: &Measurement) -> ModelBenchRecord {
     let tps = m.tokens_per_s();
     let decode = m.kind == Kind::Decode;
-    let step_us = m
-        .seconds
-        .filter(|_| decode)
-        .map(|s| s * 1e6 / m.tokens.max(1) as f64);
+    // A step decodes one token per lane.
+    let steps = (m.tokens / m.lanes.max(1)).max(1);
+    let step_us = m.seconds.filter(|_| decode).map(|s| s * 1e6 / steps as f64);
     let floor_us = match (decode && m.seconds.is_some(), info.copy_bytes_per_s) {
         (true, Some(bw)) => Some(info.step_bytes / bw * 1e6),
         _ => None,

@@ -54,8 +54,8 @@ pub struct ModelBenchArgs {
         default_value = "512,4096"
     )]
     pub prompt: Vec<usize>,
-    /// Decode lanes to time, comma-separated (at most 8; more than 1 needs the batched
-    /// decode step, which the engine does not have yet: reported as not supported).
+    /// Decode lanes to time, comma-separated (at most 8; more than 1 runs the batched decode
+    /// step, one token per lane per step, tokens/s counting every lane's).
     #[arg(
         long,
         value_name = "N,...",

@@ -1,5 +1,11 @@
 //! `ninfer compare`: the GPU engine against the cpu backend on one model: greedy tokens
 //! must be identical and every step's logits close (relative L2), prefill and decode.
+//!
+//! With `--lanes N` (more than one) the compared backend decodes N lanes together through
+//! the batched step ([`CausalLm::forward_lanes`]), lane `i` from the prompt followed by `i`
+//! more of its tokens (so the lanes sit at different positions), and each lane's greedy
+//! tokens and logits are checked against the cpu backend's single-sequence run of that
+//! lane's prompt.
 
 use std::path::PathBuf;
 
@@ -15,8 +21,22 @@ use crate::model::ModelFiles;
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// A GGUF file or a Hugging Face model directory (default: SmolLM2-135M-Instruct).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "synthetic")]
     pub model: Option<PathBuf>,
+    /// qwen3.6-27b | qwen3.6-35b-a3b | smollm2-135m: random weights at a real model's
+    /// shapes; the prompt is then `--synthetic-prompt` random token ids.
+    #[arg(long, value_name = "NAME")]
+    pub synthetic: Option<String>,
+    /// Seed of the synthetic weights and of the random prompt.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Tokens of the random prompt of a synthetic model.
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub synthetic_prompt: usize,
+    /// Lanes decoded together on the compared backend (at most 8; 1: the single-sequence
+    /// step), each checked against the cpu's single-sequence run of its prompt.
+    #[arg(long, default_value_t = 1)]
+    pub lanes: usize,
     /// The prompt the greedy runs start from.
     #[arg(long, default_value = "The history of the city begins")]
     pub prompt: String,
@@ -74,6 +94,154 @@ fn trace<B: Backend>(
     })
 }
 
+/// Every lane's greedy trace, the lanes decoded together through the batched step (each
+/// prompt prefilled on its own first; the last step lane by lane). No prefill rows
+/// (`Trace::prefill` stays empty).
+fn trace_lanes<B: Backend>(
+    b: &B,
+    files: &ModelFiles,
+    prompts: &[Vec<u32>],
+    n: usize,
+    precision: &PrecisionOptions,
+) -> Result<Vec<Trace>, CliError> {
+    let model = arch::load_with(b, files, precision)?;
+    let chunk = precision.prefill_chunk;
+    let mut states: Vec<_> = prompts.iter().map(|_| model.new_state()).collect();
+    let mut logits: Vec<Vec<f32>> = prompts
+        .iter()
+        .zip(states.iter_mut())
+        .map(|(p, s)| forward_chunked(&model, s, p, LogitsWanted::Last, chunk))
+        .collect();
+    let mut traces: Vec<Trace> = prompts
+        .iter()
+        .map(|_| Trace {
+            tokens: Vec::new(),
+            rows: Vec::new(),
+            prefill: Vec::new(),
+        })
+        .collect();
+    let mut refs: Vec<_> = states.iter_mut().collect();
+    for k in 0..n {
+        let ids: Vec<u32> = logits.iter().map(|l| argmax(l)).collect();
+        for ((tr, l), &id) in traces.iter_mut().zip(logits.iter_mut()).zip(&ids) {
+            tr.tokens.push(id);
+            tr.rows.push(std::mem::take(l));
+        }
+        logits = if k + 1 == n && n > 1 {
+            // The last step lane by lane through the single-sequence step: a lane's state,
+            // once decoded in a batch, still serves the sequence's own ops.
+            refs.iter_mut()
+                .zip(&ids)
+                .map(|(s, &id)| model.forward(s, &[id], LogitsWanted::Last))
+                .collect()
+        } else {
+            model.forward_lanes(&mut refs, &ids)
+        };
+    }
+    Ok(traces)
+}
+
+/// Lane `i`'s prompt: `ids` followed by `i` more tokens, cycling through `ids`.
+fn lane_prompt(ids: &[u32], lane: usize) -> Vec<u32> {
+    ids.iter().cycle().take(ids.len() + lane).copied().collect()
+}
+
+/// How far a trace follows the reference: tokens equal before the first difference, and the
+/// worst relative L2 of the logits rows both runs took with the same tokens behind them.
+fn agreement(got: &Trace, want: &Trace) -> (usize, f64) {
+    let same = want
+        .tokens
+        .iter()
+        .zip(&got.tokens)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let worst = want
+        .rows
+        .iter()
+        .zip(&got.rows)
+        .take(same + 1)
+        .map(|(c, o)| rel_l2(o, c))
+        .fold(0.0f64, f64::max);
+    (same, worst)
+}
+
+/// `compare --lanes N`: the batched lanes step against the cpu's single-sequence runs.
+fn compare_lanes(
+    args: &CompareArgs,
+    files: &ModelFiles,
+    ids: &[u32],
+    chosen: &Chosen,
+    precision: &PrecisionOptions,
+) -> Result<(), CliError> {
+    let prompts: Vec<Vec<u32>> = (0..args.lanes).map(|i| lane_prompt(ids, i)).collect();
+    let n = args.tokens;
+    let lanes = match chosen {
+        Chosen::Cpu(b) => trace_lanes(b, files, &prompts, n, precision)?,
+        Chosen::Cuda(b) => trace_lanes(b, files, &prompts, n, precision)?,
+    };
+    let mut worst = 0.0f64;
+    let mut per_lane = Vec::new();
+    for (p, got) in prompts.iter().zip(&lanes) {
+        let want = trace(&CpuBackend, files, p, n, precision)?;
+        let (same, rel) = agreement(got, &want);
+        worst = worst.max(rel);
+        per_lane.push((p.len(), same, rel));
+    }
+    let identical = per_lane.iter().all(|&(_, same, _)| same == n);
+    let pass = identical && worst <= args.tolerance;
+    let device = chosen.name();
+    let summary: Vec<String> = per_lane
+        .iter()
+        .map(|(len, same, rel)| format!("{len}:{same}/{n}:{rel:.1e}"))
+        .collect();
+    println!(
+        "{}: {} lanes decoded together on {device} with {} weights, prompts of {} to {} tokens, {n} greedy tokens each, vs cpu single-sequence: {}; logits rel L2 worst {worst:.3e}; per lane (prompt:identical:rel) {}; {}",
+        files.location.path().display(),
+        args.lanes,
+        args.gpu.options()?.weights.name,
+        prompts[0].len(),
+        prompts[prompts.len() - 1].len(),
+        if identical { "identical" } else { "tokens differ" },
+        summary.join(" "),
+        if pass { "PASS" } else { "FAIL" }
+    );
+    if let Some(path) = &args.json {
+        let rec = serde_json::json!({
+            "what": "backend_compare_lanes",
+            "model": files.location.path().display().to_string(),
+            "device": device,
+            "weights": args.gpu.options()?.weights.name,
+            "precision": precision.flags(),
+            "lanes": args.lanes,
+            "prompt_tokens": per_lane.iter().map(|l| l.0).collect::<Vec<_>>(),
+            "greedy_tokens": n,
+            "identical_tokens": per_lane.iter().map(|l| l.1).collect::<Vec<_>>(),
+            "decode_rel_l2": per_lane.iter().map(|l| l.2).collect::<Vec<_>>(),
+            "decode_rel_l2_worst": worst,
+            "tolerance": args.tolerance,
+            "pass": pass,
+        });
+        append_json(path, &rec)?;
+    }
+    if pass {
+        Ok(())
+    } else {
+        Err(CliError::failed(format!(
+            "the {device} backend's lanes step differs from the cpu backend beyond the tolerance"
+        )))
+    }
+}
+
+fn append_json(path: &std::path::Path, rec: &serde_json::Value) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    writeln!(f, "{rec}").map_err(|e| CliError::failed(e.to_string()))
+}
+
 fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
     let want: Vec<f64> = b.iter().map(|&v| v as f64).collect();
     crate::qualify::rel_l2(a, &want)
@@ -86,17 +254,41 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     if args.tokens == 0 {
         return Err(CliError::usage("--tokens must be at least 1"));
     }
-    let files = crate::model::load_model(args.model.as_deref())
-        .map_err(|e| CliError::usage(e.to_string()))?;
+    if args.lanes == 0 || args.lanes > super::bench::MAX_LANES {
+        return Err(CliError::usage(format!(
+            "--lanes {}: the engine decodes 1 to {} lanes together",
+            args.lanes,
+            super::bench::MAX_LANES
+        )));
+    }
+    let files = match &args.synthetic {
+        Some(name) => {
+            let location = crate::model::ModelLocation::synthetic(name, args.seed);
+            crate::model::open_model(&location)
+        }
+        None => crate::model::load_model(args.model.as_deref()),
+    }
+    .map_err(|e| CliError::usage(e.to_string()))?;
     arch::check_options(&files.config, &precision)?;
-    let ids = files
-        .tokenizer
-        .encode(&args.prompt, true)
-        .map_err(|e| CliError::failed(e.to_string()))?;
+    let ids = match &args.synthetic {
+        Some(_) => crate::bench::model::random_ids(
+            args.seed,
+            1,
+            args.synthetic_prompt,
+            files.config.vocab_size,
+        ),
+        None => files
+            .tokenizer
+            .encode(&args.prompt, true)
+            .map_err(|e| CliError::failed(e.to_string()))?,
+    };
     if ids.is_empty() {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
     let chosen = choose_backend(args.device, &args.gpu, &precision)?;
+    if args.lanes > 1 {
+        return compare_lanes(args, &files, &ids, &chosen, &precision);
+    }
     let device = chosen.name();
     let other = match &chosen {
         Chosen::Cpu(b) => trace(b, &files, &ids, args.tokens, &precision)?,
@@ -154,13 +346,7 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
             "tolerance": args.tolerance,
             "pass": pass,
         });
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
-        writeln!(f, "{rec}").map_err(|e| CliError::failed(e.to_string()))?;
+        append_json(path, &rec)?;
     }
     if pass {
         Ok(())

@@ -178,6 +178,35 @@ pub trait Backend: Clone + Send + Sync {
         self.rope(k, nkv, head_dim, pos0, rope);
         self.attention(cache, layer, q, k, v)
     }
+    /// [`Backend::rope_attention`] for a batch of lanes: row `i` of `q [N, nH*hd]`, `k`, `v`
+    /// is lane `i`'s next token, at the position of `caches[i]` and attending over it. The
+    /// caller advances every cache with `kv_advance` once every layer has run. The default
+    /// runs each lane's row through [`Backend::rope_attention`] and stacks the results; a
+    /// backend may attend to every lane in one launch.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_attention_lanes(
+        &self,
+        caches: &mut [&mut Self::KvCache],
+        layer: usize,
+        q: &Self::Act,
+        k: &Self::Act,
+        v: &Self::Act,
+        head_dim: usize,
+        rope: &Rope,
+    ) -> Self::Act {
+        check_lanes(caches.len(), self.rows(q), "rope_attention_lanes");
+        let rows: Vec<Self::Act> = caches
+            .iter_mut()
+            .enumerate()
+            .map(|(i, cache)| {
+                let mut qi = self.slice_rows(q, i, 1);
+                let mut ki = self.slice_rows(k, i, 1);
+                let vi = self.slice_rows(v, i, 1);
+                self.rope_attention(cache, layer, &mut qi, &mut ki, &vi, head_dim, rope)
+            })
+            .collect();
+        self.concat_rows(&rows)
+    }
     /// Marks `n` more tokens as held by the cache.
     fn kv_advance(&self, cache: &mut Self::KvCache, n: usize);
     /// Splits each row, viewed as `[n_heads, first + second]`, into `[n_heads*first]` and
@@ -201,6 +230,31 @@ pub trait Backend: Clone + Send + Sync {
         a: &Self::Act,
         b: &Self::Act,
     ) -> Self::Act;
+    /// [`Backend::gdn`] for a batch of lanes: row `i` of `mixed`, `z`, `a`, `b` is lane `i`'s
+    /// next token, advancing `states[i]`. The default runs each lane's row through
+    /// [`Backend::gdn`] and stacks the results.
+    fn gdn_lanes(
+        &self,
+        w: &Self::GdnWeights,
+        states: &mut [&mut Self::GdnState],
+        mixed: &Self::Act,
+        z: &Self::Act,
+        a: &Self::Act,
+        b: &Self::Act,
+    ) -> Self::Act {
+        check_lanes(states.len(), self.rows(mixed), "gdn_lanes");
+        let rows: Vec<Self::Act> = states
+            .iter_mut()
+            .enumerate()
+            .map(|(i, st)| {
+                let row = |x: &Self::Act| self.slice_rows(x, i, 1);
+                self.gdn(w, st, &row(mixed), &row(z), &row(a), &row(b))
+            })
+            .collect();
+        self.concat_rows(&rows)
+    }
+    /// The rows of `parts` (equal widths) one after another.
+    fn concat_rows(&self, parts: &[Self::Act]) -> Self::Act;
     /// `[a | b]` side by side (same rows).
     fn concat_cols(&self, a: &Self::Act, b: &Self::Act) -> Self::Act;
     /// A `[rows, cols]` matrix of zeros.
@@ -249,6 +303,30 @@ pub trait Backend: Clone + Send + Sync {
     fn end_step_capture(&self, _cache: &mut Self::KvCache, _id: u32) -> Vec<f32> {
         unreachable!("end_step_capture without a capture")
     }
+
+    // Captured lanes steps: the same protocol over a batch, driven by
+    // `arch::Model::forward_lanes` (row `i` of every op is lane `i`, `caches[i]` its cache).
+    // The logits are every lane's, lane after lane (`lanes * vocab`).
+
+    /// The logits of one token per lane through the captured step of this batch, with every
+    /// cache advanced by one; `None` when there is no valid capture for these caches.
+    fn replay_lanes(&self, _caches: &mut [&mut Self::KvCache], _ids: &[u32]) -> Option<Vec<f32>> {
+        None
+    }
+    /// Whether the lanes step about to run on `caches` (returning `logits` values per lane)
+    /// is to be captured (the ops until [`Backend::end_lanes_capture`] are recorded).
+    fn begin_lanes_capture(&self, _caches: &mut [&mut Self::KvCache], _logits: usize) -> bool {
+        false
+    }
+    /// Ends the lanes capture, keeps it, runs it for `ids` and returns the logits.
+    fn end_lanes_capture(&self, _caches: &mut [&mut Self::KvCache], _ids: &[u32]) -> Vec<f32> {
+        unreachable!("end_lanes_capture without a capture")
+    }
+}
+
+/// The check of the lanes ops: one row per lane.
+pub fn check_lanes(lanes: usize, rows: usize, op: &str) {
+    assert_eq!(lanes, rows, "{op}: {rows} rows for {lanes} lanes");
 }
 
 /// The checks of [`Backend::nll_rows`]: one target per row, each inside its row.

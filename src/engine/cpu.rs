@@ -424,6 +424,16 @@ impl Backend for CpuBackend {
         Mat::new(t, d.value_dim(), y)
     }
 
+    fn concat_rows(&self, parts: &[Mat]) -> Mat {
+        let cols = parts.first().map_or(0, |m| m.cols);
+        assert!(
+            parts.iter().all(|m| m.cols == cols),
+            "concat_rows: widths differ"
+        );
+        let data: Vec<f32> = parts.iter().flat_map(|m| m.data.iter().copied()).collect();
+        Mat::new(parts.iter().map(|m| m.rows).sum(), cols, data)
+    }
+
     fn concat_cols(&self, a: &Mat, b: &Mat) -> Mat {
         assert_eq!(a.rows, b.rows, "concat_cols: row counts differ");
         let mut data = Vec::with_capacity(a.rows * (a.cols + b.cols));

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::DevicePtr;
 
-use super::backend::{AttnShape, Backend, Rope};
+use super::backend::{check_lanes, AttnShape, Backend, Rope};
 use crate::formats::{Format, Layout};
 use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, Graph};
 use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
@@ -128,7 +128,39 @@ pub struct CudaBackend {
     prefill: Option<Arc<PrefillCublas>>,
     /// Where a captured step's activations are carved from (set while capturing).
     arena: Arc<Mutex<Option<StepArena>>>,
+    /// Batches (their caches' ids) whose lanes step has run op by op: every kernel it
+    /// launches is loaded and its GDN states sit in slabs.
+    lanes_warmed: Arc<Mutex<Vec<Vec<u64>>>>,
+    /// Bumped whenever GDN states move into a slab (`gdn_epoch`).
+    gdn_epoch: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// A batch's lanes-step graph bookkeeping, kept in the first lane's cache: the batch that
+/// lane leads decodes together for many steps; another batch (other caches behind it, or a
+/// cache that grew) captures again.
+#[derive(Default)]
+struct LanesGraph {
+    /// `i32 [ids of the lanes; their positions]`, written by the host before each replay.
+    io: Option<CudaSlice<i32>>,
+    /// Every lane's logits, lane after lane.
+    out: Option<CudaSlice<f32>>,
+    captured: Option<CapturedLanes>,
+    /// The captured step's activations (see [`StepArena`]).
+    arena: Option<Arc<AnyBuffer>>,
+    arena_need: usize,
+}
+
+/// A captured lanes step: the caches it names (by id) and the capacities it planned for.
+struct CapturedLanes {
+    graph: Graph,
+    /// The GDN epoch it was captured in.
+    epoch: u64,
+    caches: Vec<(u64, usize)>,
+    out_len: usize,
+}
+
+/// Ids that tell caches apart (a captured lanes step names its caches' buffers).
+static NEXT_CACHE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// One buffer that every activation of a captured step is a slice of, so that the graph
 /// holds no memory-allocation nodes between its kernels: an allocation node between two
@@ -151,12 +183,18 @@ const ARENA_FIRST: usize = 1 << 20;
 /// What differs while a step is captured: where its inputs and logits live.
 #[derive(Debug, Clone, Copy)]
 struct Capturing {
-    /// `i32 [token id, position]`, written by the host before each replay.
+    /// `i32 [token ids; positions]` (one of each per lane), written by the host before each
+    /// replay.
     io: u64,
+    /// Lanes of the step (1 for a single sequence's step).
+    lanes: usize,
+    /// The position slot of the lane whose attention is being recorded.
+    pos: u64,
     /// Where the step's logits are copied (f32, `out_cap` of them).
     out: u64,
     out_cap: usize,
-    /// The KV capacity the step is captured at (attention plans its grid for it).
+    /// The KV capacity of the lane whose attention is being recorded (attention plans its
+    /// grid for it).
     capacity: usize,
     /// Logits the step produced (set by `to_host`, which the forward calls once).
     out_len: Option<usize>,
@@ -165,6 +203,8 @@ struct Capturing {
 /// A sequence's captured single-token step.
 struct CapturedStep {
     graph: Graph,
+    /// The GDN epoch it was captured in (a later move of GDN states invalidates it).
+    epoch: u64,
     /// The cache capacity it was captured at: the buffers it names, and the most
     /// positions its attention grid covers.
     capacity: usize,
@@ -217,6 +257,8 @@ impl CudaAct {
 
 /// One sequence's KV cache: per layer, K and V of `capacity` positions.
 pub struct CudaKvCache {
+    /// Unique among caches (a captured lanes step names the caches it was recorded on).
+    id: u64,
     shape: AttnShape,
     len: usize,
     capacity: usize,
@@ -225,13 +267,26 @@ pub struct CudaKvCache {
     /// Split-K scratch for the whole capacity (sized with it in `kv_reserve`).
     ws: Option<AttnWorkspace>,
     step: StepGraph,
+    /// The captured lanes step of the batch this cache leads (as lane 0).
+    lanes: LanesGraph,
 }
 
 /// A GDN layer's parameters on the device.
 pub struct CudaGdnWeights(gdn::GdnWeights);
 
-/// One sequence's GDN state (one lane).
-pub struct CudaGdnState(gdn::GdnState);
+/// One sequence's state of one GDN layer: a buffer of its own (one lane), or lane `lane` of
+/// a slab that holds a batch's states side by side (`gdn::GdnState` of `lanes` lanes, the
+/// layout one recurrent launch steps every lane of). A batch's first lanes step moves its
+/// states into a slab; the sequence's own ops then work on its slot.
+pub struct CudaGdnState(GdnSlot);
+
+enum GdnSlot {
+    Own(gdn::GdnState),
+    Slab {
+        slab: Arc<Mutex<gdn::GdnState>>,
+        lane: usize,
+    },
+}
 
 fn ok<T>(what: &str, r: Result<T, GpuError>) -> T {
     r.unwrap_or_else(|e| panic!("cuda backend: {what}: {e}"))
@@ -256,6 +311,8 @@ impl CudaBackend {
             routes: Arc::new(RouteTable::heuristics()),
             prefill,
             arena: Arc::new(Mutex::new(None)),
+            lanes_warmed: Arc::new(Mutex::new(Vec::new())),
+            gdn_epoch: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         })
     }
 
@@ -292,7 +349,7 @@ impl CudaBackend {
     fn pos(&self, host: usize) -> Pos {
         match self.capturing() {
             Some(c) => Pos::Device {
-                ptr: c.io + 4,
+                ptr: c.pos,
                 max_keys: c.capacity,
             },
             None => Pos::Host(host),
@@ -555,10 +612,27 @@ impl CudaBackend {
         pos: Pos,
         rope: &Rope,
     ) -> CudaAct {
+        let out = self.alloc(1, q.cols);
+        self.attend_rope_to(cache, layer, q, k, v, pos, rope, self.ptr(&out));
+        out
+    }
+
+    /// [`Self::attend_rope`] writing its row at `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn attend_rope_to(
+        &self,
+        cache: &mut CudaKvCache,
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+        pos: Pos,
+        rope: &Rope,
+        out: u64,
+    ) {
         let shape = cache.shape;
         let dims = Self::attn_dims(shape);
         let (kc, vc) = self.kv_ptrs(cache, layer);
-        let out = self.alloc(1, q.cols);
         let mut route = AttnRoute::choose(self.opts.kv, dims, 1);
         tune_attn::apply(&self.routes, &mut route, dims, 1, cache.capacity);
         if self.capturing().is_none() {
@@ -583,13 +657,240 @@ impl CudaBackend {
                 new,
                 kc,
                 vc,
-                self.ptr(&out),
+                out,
                 pos,
                 dims,
                 scale,
             ),
         );
-        out
+    }
+
+    /// Runs the lanes graph kept in `caches[0]` (checked valid for these caches) for `ids`:
+    /// every lane's logits, every cache advanced by one.
+    fn run_lanes_graph(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Vec<f32> {
+        let input: Vec<i32> = ids
+            .iter()
+            .map(|&id| id as i32)
+            .chain(caches.iter().map(|c| c.len as i32))
+            .collect();
+        let g = &mut caches[0].lanes;
+        let step = g.captured.as_ref().expect("a captured lanes step");
+        let out_len = step.out_len;
+        let io = g.io.as_mut().expect("made by begin_lanes_capture");
+        ok(
+            "writing the lanes step's input",
+            self.gpu
+                .stream()
+                .memcpy_htod(&input, io)
+                .map_err(|e| GpuError::driver("writing the lanes step's input", e)),
+        );
+        let step = g.captured.as_ref().expect("checked above");
+        ok("replaying the lanes step", step.graph.replay());
+        let out = g.out.as_ref().expect("made by begin_lanes_capture");
+        let mut logits = ok("reading the lanes step's logits", self.gpu.download(out));
+        logits.truncate(out_len);
+        for c in caches.iter_mut() {
+            c.len += 1;
+        }
+        logits
+    }
+
+    /// [`Backend::gdn`] on one lane's state (its own, or an alias of its slot).
+    fn gdn_one(
+        &self,
+        w: &CudaGdnWeights,
+        st: &mut gdn::GdnState,
+        mixed: &CudaAct,
+        z: &CudaAct,
+        a: &CudaAct,
+        b: &CudaAct,
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let t = mixed.rows;
+        let o = self.alloc(t, d.value_dim());
+        let x = RawInputs {
+            mixed: self.ptr(mixed),
+            a: self.ptr(a),
+            b: self.ptr(b),
+        };
+        if t >= GDN_CHUNKED_MIN_T && gdn::prefill_supports(&d) {
+            // Long blocks: the chunked (WY) prefill instead of T sequential steps.
+            let mut ws = ok(
+                "gdn prefill workspace",
+                gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty()),
+            );
+            ok(
+                "gdn prefill",
+                gdn::launch_prefill(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o)),
+            );
+            return self.gdn_out_norm(w, &o, z, t);
+        }
+        let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
+            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
+        crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, t);
+        ok(
+            "gdn",
+            gdn::launch_recurrent(
+                &self.gpu,
+                &route,
+                &w.0,
+                st,
+                x,
+                t,
+                Some(self.ptr(&o)),
+                None,
+                None,
+            ),
+        );
+        self.gdn_out_norm(w, &o, z, t)
+    }
+
+    /// Runs `f` on the state of one lane: its own, or a one-lane alias of its slot in a slab
+    /// (views of the slab's buffers, forgotten, never freed, afterwards).
+    fn with_lane<R>(
+        &self,
+        state: &mut CudaGdnState,
+        d: &GdnDims,
+        f: impl FnOnce(&mut gdn::GdnState) -> R,
+    ) -> R {
+        let (slab, lane) = match &mut state.0 {
+            GdnSlot::Own(st) => return f(st),
+            GdnSlot::Slab { slab, lane } => (slab.clone(), *lane),
+        };
+        let g = slab.lock().expect("gdn slab");
+        assert!(lane < g.lanes, "gdn slot {lane} of {} lanes", g.lanes);
+        let (sl, cl, hk) = (d.state_len(), d.conv_state_len(), d.hk);
+        let stream = self.gpu.stream();
+        // SAFETY: each view lies inside its slab buffer (lane < lanes) and is never dropped
+        // as an owner (`ManuallyDrop`, then `leak`); the slab outlives it (locked here).
+        let alias = unsafe {
+            let s = match &g.s {
+                gdn::StateBuf::F32(x) => gdn::StateBuf::F32(
+                    stream.upgrade_device_ptr(self.slice_ptr(x) + (lane * sl * 4) as u64, sl),
+                ),
+                gdn::StateBuf::F16(x) => gdn::StateBuf::F16(
+                    stream.upgrade_device_ptr(self.slice_ptr(x) + (lane * sl * 2) as u64, sl),
+                ),
+            };
+            gdn::GdnState {
+                lanes: 1,
+                s,
+                conv: stream
+                    .upgrade_device_ptr(self.slice_ptr(&g.conv) + (lane * cl * 4) as u64, cl),
+                counters: stream
+                    .upgrade_device_ptr(self.slice_ptr(&g.counters) + (lane * hk * 4) as u64, hk),
+            }
+        };
+        let mut alias = std::mem::ManuallyDrop::new(alias);
+        let r = f(&mut alias);
+        let alias = std::mem::ManuallyDrop::into_inner(alias);
+        match alias.s {
+            gdn::StateBuf::F32(x) => {
+                x.leak();
+            }
+            gdn::StateBuf::F16(x) => {
+                x.leak();
+            }
+        }
+        alias.conv.leak();
+        alias.counters.leak();
+        drop(g);
+        r
+    }
+
+    /// The slab whose lanes `0..n` are `states` in order, if they are.
+    fn common_slab(states: &[&mut CudaGdnState]) -> Option<Arc<Mutex<gdn::GdnState>>> {
+        let GdnSlot::Slab { slab, .. } = &states.first()?.0 else {
+            return None;
+        };
+        let all = states.iter().enumerate().all(|(i, st)| {
+            matches!(&st.0, GdnSlot::Slab { slab: s, lane } if Arc::ptr_eq(s, slab) && *lane == i)
+        });
+        let lanes = slab.lock().expect("gdn slab").lanes;
+        (all && lanes == states.len()).then(|| slab.clone())
+    }
+
+    /// Moves `states` into a new slab of `states.len()` lanes, lane `i` the contents of
+    /// `states[i]`, and makes every captured graph replay no more (they name the old
+    /// buffers).
+    fn move_into_slab(&self, states: &mut [&mut CudaGdnState], d: &GdnDims) {
+        self.not_capturing("moving gdn states into a slab");
+        let n = states.len();
+        let ty = match &states[0].0 {
+            GdnSlot::Own(st) => st.s.ty(),
+            GdnSlot::Slab { slab, .. } => slab.lock().expect("gdn slab").s.ty(),
+        };
+        let slab = ok(
+            "allocating a gdn slab",
+            gdn::GdnState::zeros(&self.gpu, d, ty, n),
+        );
+        let (sl, cl, hk) = (d.state_len(), d.conv_state_len(), d.hk);
+        let sb = sl * ty.bytes();
+        let state_ptr = |s: &gdn::StateBuf| match s {
+            gdn::StateBuf::F32(x) => self.slice_ptr(x),
+            gdn::StateBuf::F16(x) => self.slice_ptr(x),
+        };
+        let copy = |to: u64, from: u64, bytes: usize| {
+            // SAFETY: both ranges lie inside live buffers of at least `bytes` (slots of the
+            // same dims); stream-ordered with every launch on them.
+            let r = unsafe {
+                cudarc::driver::result::memcpy_dtod_async(
+                    to,
+                    from,
+                    bytes,
+                    self.gpu.stream().cu_stream(),
+                )
+            };
+            ok(
+                "copying a gdn state",
+                r.map_err(|e| GpuError::driver("copying a gdn state", e)),
+            );
+        };
+        let base = (
+            state_ptr(&slab.s),
+            self.slice_ptr(&slab.conv),
+            self.slice_ptr(&slab.counters),
+        );
+        for (i, st) in states.iter_mut().enumerate() {
+            self.with_lane(st, d, |src| {
+                copy(base.0 + (i * sb) as u64, state_ptr(&src.s), sb);
+                copy(
+                    base.1 + (i * cl * 4) as u64,
+                    self.slice_ptr(&src.conv),
+                    cl * 4,
+                );
+                copy(
+                    base.2 + (i * hk * 4) as u64,
+                    self.slice_ptr(&src.counters),
+                    hk * 4,
+                );
+            });
+        }
+        let slab = Arc::new(Mutex::new(slab));
+        for (lane, st) in states.iter_mut().enumerate() {
+            st.0 = GdnSlot::Slab {
+                slab: slab.clone(),
+                lane,
+            };
+        }
+        self.gdn_epoch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many times GDN states have moved into slabs (a graph captured before a move
+    /// names buffers that may be gone).
+    fn gdn_epoch(&self) -> u64 {
+        self.gdn_epoch.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// While a lanes step is captured, points the position-dependent ops at lane `lane`'s
+    /// slot and its cache's capacity.
+    fn capture_lane(&self, lane: usize, capacity: usize) {
+        if let Some(c) = self.capturing.lock().expect("capture state").as_mut() {
+            assert!(lane < c.lanes, "lane {lane} of a {}-lane capture", c.lanes);
+            c.pos = c.io + 4 * (c.lanes + lane) as u64;
+            c.capacity = capacity;
+        }
     }
 
     /// `y = x w^T (+ r)` with f32 activations (the exact mode): the tiled GEMM from
@@ -772,6 +1073,7 @@ impl Backend for CudaBackend {
 
     fn new_kv_cache(&self, layers: usize, shape: AttnShape) -> CudaKvCache {
         let mut c = CudaKvCache {
+            id: NEXT_CACHE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             shape,
             len: 0,
             capacity: 0,
@@ -783,6 +1085,7 @@ impl Backend for CudaBackend {
                 .collect(),
             ws: None,
             step: StepGraph::default(),
+            lanes: LanesGraph::default(),
         };
         self.kv_reserve(&mut c, 256);
         c
@@ -814,10 +1117,10 @@ impl Backend for CudaBackend {
     }
 
     fn new_gdn_state(&self, dims: GdnDims, ty: StateType) -> CudaGdnState {
-        CudaGdnState(ok(
+        CudaGdnState(GdnSlot::Own(ok(
             "allocating gdn state",
             gdn::GdnState::zeros(&self.gpu, &dims, ty, 1),
-        ))
+        )))
     }
 
     fn to_host(&self, x: &CudaAct) -> Vec<f32> {
@@ -888,10 +1191,14 @@ impl Backend for CudaBackend {
         // a buffer of its own (the launch writes through `own_buf`).
         let mut y = self.alloc_own(ids.len(), table.layout.k);
         if let Some(c) = self.capturing() {
-            assert_eq!(ids.len(), 1, "a captured step takes one token");
+            assert_eq!(
+                ids.len(),
+                c.lanes,
+                "a captured step takes one token per lane"
+            );
             ok(
                 "embedding",
-                embedding::launch_at(&self.gpu, &route, table, c.io, 1, y.own_buf()),
+                embedding::launch_at(&self.gpu, &route, table, c.io, c.lanes, y.own_buf()),
             );
             return y;
         }
@@ -1204,47 +1511,120 @@ impl Backend for CudaBackend {
         b: &CudaAct,
     ) -> CudaAct {
         let d = w.0.dims;
-        let t = mixed.rows;
         assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
         assert_eq!(z.cols, d.value_dim(), "gdn: z width");
         assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
-        let st = &mut state.0;
-        let o = self.alloc(t, d.value_dim());
-        let x = RawInputs {
-            mixed: self.ptr(mixed),
-            a: self.ptr(a),
-            b: self.ptr(b),
-        };
-        if t >= GDN_CHUNKED_MIN_T && gdn::prefill_supports(&d) {
-            // Long blocks: the chunked (WY) prefill instead of T sequential steps.
-            let mut ws = ok(
-                "gdn prefill workspace",
-                gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty()),
-            );
-            ok(
-                "gdn prefill",
-                gdn::launch_prefill(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o)),
-            );
-            return self.gdn_out_norm(w, &o, z, t);
-        }
-        let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
-            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
-        crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, t);
-        ok(
-            "gdn",
-            gdn::launch_recurrent(
-                &self.gpu,
-                &route,
-                &w.0,
-                st,
-                x,
-                t,
-                Some(self.ptr(&o)),
-                None,
-                None,
-            ),
+        self.with_lane(state, &d, |st| self.gdn_one(w, st, mixed, z, a, b))
+    }
+
+    fn concat_rows(&self, parts: &[CudaAct]) -> CudaAct {
+        let cols = parts.first().map_or(0, |m| m.cols);
+        assert!(
+            parts.iter().all(|m| m.cols == cols),
+            "concat_rows: widths differ"
         );
-        self.gdn_out_norm(w, &o, z, t)
+        let y = self.alloc(parts.iter().map(|m| m.rows).sum(), cols);
+        let mut row = 0;
+        for m in parts {
+            self.copy_block(m, 0, 0, &y, row, 0, m.rows, cols);
+            row += m.rows;
+        }
+        y
+    }
+
+    fn rope_attention_lanes(
+        &self,
+        caches: &mut [&mut CudaKvCache],
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+        head_dim: usize,
+        rope: &Rope,
+    ) -> CudaAct {
+        check_lanes(caches.len(), q.rows, "rope_attention_lanes");
+        assert_eq!(
+            (k.rows, v.rows),
+            (q.rows, q.rows),
+            "rope_attention_lanes: rows"
+        );
+        let out = self.alloc(q.rows, q.cols);
+        let fused = self.opts.fused && !rope_attention_apart();
+        // One launch per lane, each at its own position (from its slot while captured) into
+        // its row of the output.
+        for (i, cache) in caches.iter_mut().enumerate() {
+            let shape = cache.shape;
+            assert_eq!(head_dim, shape.head_dim, "rope_attention_lanes: head_dim");
+            self.capture_lane(i, cache.capacity);
+            let (mut qi, mut ki, vi) = (
+                self.slice_rows(q, i, 1),
+                self.slice_rows(k, i, 1),
+                self.slice_rows(v, i, 1),
+            );
+            if fused {
+                let pos = self.attention_pos(cache, 1);
+                let row = self.ptr(&out) + (i * q.cols * 4) as u64;
+                self.attend_rope_to(cache, layer, &qi, &ki, &vi, pos, rope, row);
+            } else {
+                let a = self.rope_attention(cache, layer, &mut qi, &mut ki, &vi, head_dim, rope);
+                self.copy_block(&a, 0, 0, &out, i, 0, 1, q.cols);
+            }
+        }
+        out
+    }
+
+    fn gdn_lanes(
+        &self,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        mixed: &CudaAct,
+        z: &CudaAct,
+        a: &CudaAct,
+        b: &CudaAct,
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let n = mixed.rows;
+        check_lanes(states.len(), n, "gdn_lanes");
+        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
+        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
+        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        assert_eq!((z.rows, a.rows, b.rows), (n, n, n), "gdn_lanes: rows");
+        let o = self.alloc(n, d.value_dim());
+        // The lanes' states side by side in one slab (moved there at the batch's first
+        // step, which is never captured): one launch steps every lane. Rows of `mixed`,
+        // `a`, `b` and `o` are the lanes, as the kernel's `[lanes][t = 1]` layout wants.
+        let mut slab = Self::common_slab(states);
+        if slab.is_none() && self.capturing().is_none() {
+            self.move_into_slab(states, &d);
+            slab = Self::common_slab(states);
+        }
+        let step = |st: &mut gdn::GdnState, x: RawInputs, out: u64| {
+            let mut route =
+                RecurrentRoute::choose(Mode::Step, st.s.ty(), &d).unwrap_or_else(|| {
+                    panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
+                });
+            crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, 1);
+            ok(
+                "gdn",
+                gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(out), None, None),
+            );
+        };
+        let x = |i: usize| RawInputs {
+            mixed: self.ptr(mixed) + (i * mixed.cols * 4) as u64,
+            a: self.ptr(a) + (i * d.hv * 4) as u64,
+            b: self.ptr(b) + (i * d.hv * 4) as u64,
+        };
+        match slab {
+            Some(slab) => step(&mut slab.lock().expect("gdn slab"), x(0), self.ptr(&o)),
+            None => {
+                // Lanes of no common slab inside a capture: one launch per lane.
+                for (i, st) in states.iter_mut().enumerate() {
+                    let row = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
+                    self.with_lane(st, &d, |st| step(st, x(i), row));
+                }
+            }
+        }
+        self.gdn_out_norm(w, &o, z, n)
     }
 
     fn concat_cols(&self, a: &CudaAct, b: &CudaAct) -> CudaAct {
@@ -1361,11 +1741,11 @@ impl Backend for CudaBackend {
 
     fn replay_step(&self, cache: &mut CudaKvCache, id: u32) -> Option<Vec<f32>> {
         let pos = cache.len;
-        let (capacity, out_len) = {
+        let (capacity, out_len, epoch) = {
             let c = cache.step.captured.as_ref()?;
-            (c.capacity, c.out_len)
+            (c.capacity, c.out_len, c.epoch)
         };
-        if capacity != cache.capacity || pos + 1 > capacity {
+        if capacity != cache.capacity || pos + 1 > capacity || epoch != self.gdn_epoch() {
             // The cache grew (new buffers) or is about to: capture again.
             cache.step.captured = None;
             return None;
@@ -1428,6 +1808,8 @@ impl Backend for CudaBackend {
         );
         *guard = Some(Capturing {
             io,
+            lanes: 1,
+            pos: io + 4,
             out,
             out_cap,
             capacity: cache.capacity,
@@ -1439,6 +1821,127 @@ impl Backend for CudaBackend {
             Graph::begin_capture(&self.gpu),
         );
         true
+    }
+
+    fn replay_lanes(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Option<Vec<f32>> {
+        check_lanes(caches.len(), ids.len(), "replay_lanes");
+        let now: Vec<(u64, usize)> = caches.iter().map(|c| (c.id, c.capacity)).collect();
+        let room = caches.iter().all(|c| c.len < c.capacity);
+        let g = &mut caches.first_mut()?.lanes;
+        let step = g.captured.as_ref()?;
+        // A capture whose activations outgrew its arena holds allocation nodes (no
+        // kernel-to-kernel edges there): capture again, now with an arena that fits.
+        let arena_short = g.arena.as_ref().is_some_and(|a| a.len() < g.arena_need);
+        let moved = step.epoch != self.gdn_epoch();
+        if step.caches != now || !room || arena_short || moved {
+            // Other caches, or one grew (new buffers) or is about to: capture again.
+            g.captured = None;
+            return None;
+        }
+        Some(self.run_lanes_graph(caches, ids))
+    }
+
+    fn begin_lanes_capture(&self, caches: &mut [&mut CudaKvCache], logits: usize) -> bool {
+        let n = caches.len();
+        if !self.opts.graphs || n == 0 {
+            return false;
+        }
+        {
+            let ids: Vec<u64> = caches.iter().map(|c| c.id).collect();
+            let mut warmed = self.lanes_warmed.lock().expect("lanes warm-up");
+            if !warmed.contains(&ids) {
+                // This batch's first step runs op by op (loading its kernels, moving its GDN
+                // states into slabs); the next one is captured.
+                warmed.push(ids);
+                return false;
+            }
+        }
+        // Room for this step first: a cache cannot grow inside the graph.
+        for c in caches.iter_mut() {
+            self.kv_reserve(c, c.len + 1);
+        }
+        let capacity = caches[0].capacity;
+        let g = &mut caches[0].lanes;
+        g.captured = None;
+        if g.out.as_ref().is_none_or(|o| o.len() != n * logits) {
+            g.out = Some(ok(
+                "allocating the lanes step's logits",
+                self.gpu.alloc_zeros(n * logits),
+            ));
+        }
+        if g.io.as_ref().is_none_or(|io| io.len() != 2 * n) {
+            g.io = Some(ok(
+                "allocating lanes step inputs",
+                self.gpu.alloc_zeros(2 * n),
+            ));
+        }
+        let io = self.slice_ptr(g.io.as_ref().expect("made above"));
+        let out = self.slice_ptr(g.out.as_ref().expect("made above"));
+        let want = g.arena_need.max(ARENA_FIRST);
+        if g.arena.as_ref().is_none_or(|a| a.len() < want) {
+            let buf = ok(
+                "allocating the lanes step arena",
+                self.gpu.alloc_zeros::<f32>(want),
+            );
+            g.arena = Some(Arc::new(AnyBuffer::F32(buf)));
+        }
+        *self.arena.lock().expect("arena") = Some(StepArena {
+            buf: g.arena.clone().expect("made above"),
+            used: 0,
+            need: 0,
+        });
+        let mut guard = self.capturing.lock().expect("capture state");
+        assert!(
+            guard.is_none(),
+            "cuda backend: a capture is already in progress"
+        );
+        *guard = Some(Capturing {
+            io,
+            lanes: n,
+            pos: io + 4 * n as u64,
+            out,
+            out_cap: n * logits,
+            capacity,
+            out_len: None,
+        });
+        drop(guard);
+        ok(
+            "beginning the lanes step capture",
+            Graph::begin_capture(&self.gpu),
+        );
+        true
+    }
+
+    fn end_lanes_capture(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Vec<f32> {
+        let graph = Graph::end_capture(&self.gpu);
+        let need = self.arena.lock().expect("arena").take().map(|a| a.need);
+        let c = self
+            .capturing
+            .lock()
+            .expect("capture state")
+            .take()
+            .expect("end_lanes_capture without begin_lanes_capture");
+        let graph = ok("capturing the lanes step", graph);
+        let out_len = c
+            .out_len
+            .expect("the captured lanes step produced no logits");
+        let named = caches.iter().map(|c| (c.id, c.capacity)).collect();
+        let g = &mut caches[0].lanes;
+        if let Some(need) = need {
+            g.arena_need = need;
+        }
+        g.captured = Some(CapturedLanes {
+            graph,
+            epoch: self.gdn_epoch(),
+            caches: named,
+            out_len,
+        });
+        tracing::info!("lanes step captured ({} lanes)", caches.len());
+        // The host side ran the step (every cache is one longer); run the device side.
+        for c in caches.iter_mut() {
+            c.len -= 1;
+        }
+        self.run_lanes_graph(caches, ids)
     }
 
     fn end_step_capture(&self, cache: &mut CudaKvCache, id: u32) -> Vec<f32> {
@@ -1464,6 +1967,7 @@ impl Backend for CudaBackend {
         let out_len = c.out_len.expect("the captured step produced no logits");
         cache.step.captured = Some(CapturedStep {
             graph,
+            epoch: self.gdn_epoch(),
             capacity: c.capacity,
             out_len,
         });

@@ -9,8 +9,8 @@
 //! products are invariant under the same permutation of q and k; v/o are not permuted).
 
 use super::{
-    check_nll_rows, check_options, tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted,
-    VocabValues,
+    check_lanes, check_nll_rows, check_options, tensor_f32, vocab_tensors, ArchError, CausalLm,
+    KvRows, LogitsWanted, VocabValues,
 };
 use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
 use crate::model::precision::PrecisionOptions;
@@ -225,12 +225,22 @@ impl<B: Backend> CausalLm<B> for Llama<B> {
 
     fn forward(&self, state: &mut LlamaState<B>, ids: &[u32], want: LogitsWanted) -> Vec<f32> {
         let b = &self.backend;
-        let x = self.blocks(state, ids);
+        let x = self.blocks(KvRows::One(&mut state.kv), ids);
         let x = match want {
             LogitsWanted::Last => b.slice_rows(&x, b.rows(&x) - 1, 1),
             LogitsWanted::All => x,
         };
         b.to_host(&self.head_logits(&x))
+    }
+
+    fn forward_lanes(&self, states: &mut [&mut LlamaState<B>], ids: &[u32]) -> Vec<Vec<f32>> {
+        check_lanes(states.len(), ids.len());
+        let b = &self.backend;
+        let mut kvs: Vec<&mut B::KvCache> = states.iter_mut().map(|s| &mut s.kv).collect();
+        let x = self.blocks(KvRows::Lanes(&mut kvs), ids);
+        let logits = b.to_host(&self.head_logits(&x));
+        let vocab = logits.len() / ids.len();
+        logits.chunks(vocab.max(1)).map(<[f32]>::to_vec).collect()
     }
 
     fn nll_rows(
@@ -241,7 +251,7 @@ impl<B: Backend> CausalLm<B> for Llama<B> {
         targets: &[u32],
     ) -> Vec<f64> {
         check_nll_rows(ids.len(), first_row, targets.len());
-        let x = self.blocks(state, ids);
+        let x = self.blocks(KvRows::One(&mut state.kv), ids);
         if targets.is_empty() {
             return Vec::new();
         }
@@ -260,9 +270,10 @@ impl<B: Backend> Llama<B> {
         b.norm_linear(x, &self.final_norm, eps, NormWeight::Plain, head)
     }
 
-    /// Every block on `ids` (at the positions after the cache's, which it advances): the
-    /// residual stream before the final norm, `[ids.len(), hidden]`.
-    fn blocks(&self, state: &mut LlamaState<B>, ids: &[u32]) -> B::Act {
+    /// Every block on `ids` (one sequence's consecutive tokens at the positions after its
+    /// cache's, or one token per lane), advancing the caches: the residual stream before the
+    /// final norm, `[ids.len(), hidden]`.
+    fn blocks(&self, mut kv: KvRows<'_, '_, B>, ids: &[u32]) -> B::Act {
         let b = &self.backend;
         let eps = self.config.rms_norm_eps;
         let head_dim = self.shape.head_dim;
@@ -288,12 +299,12 @@ impl<B: Backend> Llama<B> {
             if let Some(kn) = &l.k_norm {
                 k = b.rmsnorm(&k, kn, eps, NormWeight::Plain);
             }
-            let a = b.rope_attention(&mut state.kv, li, &mut q, &mut k, &v, head_dim, &self.rope);
+            let a = kv.rope_attention(b, li, &mut q, &mut k, &v, head_dim, &self.rope);
             b.linear_add(&mut x, &a, &l.wo, l.bo.as_ref());
             let gu = b.norm_linear(&x, &l.ffn_norm, eps, NormWeight::Plain, &l.gate_up);
             b.swiglu_linear_add(&mut x, &gu, &l.down);
         }
-        b.kv_advance(&mut state.kv, ids.len());
+        kv.advance(b, ids.len());
         x
     }
 }

@@ -59,6 +59,20 @@ pub trait CausalLm<B: Backend> {
     /// `state`, and returns logits `[rows, vocab]` row-major (`rows` is 1 or `ids.len()`).
     fn forward(&self, state: &mut Self::State, ids: &[u32], want: LogitsWanted) -> Vec<f32>;
 
+    /// One decode step for a batch of lanes (independent sequences, each at its own
+    /// position): `ids[i]` is lane `i`'s next token, appended to `states[i]`. Returns each
+    /// lane's logits (`vocab` values). The architectures run the batch as one forward over
+    /// `[lanes, hidden]` (every linear reads its weights once for all lanes; attention and
+    /// GDN act per lane); the default runs [`CausalLm::forward`] lane after lane.
+    fn forward_lanes(&self, states: &mut [&mut Self::State], ids: &[u32]) -> Vec<Vec<f32>> {
+        check_lanes(states.len(), ids.len());
+        states
+            .iter_mut()
+            .zip(ids)
+            .map(|(s, &id)| self.forward(s, &[id], LogitsWanted::Last))
+            .collect()
+    }
+
     /// Runs `ids` through the model as [`CausalLm::forward`] does (appending them to
     /// `state`) and returns, for each `i < targets.len()`, the negative log-likelihood in
     /// nats of `targets[i]` under the logits of row `first_row + i`:
@@ -103,6 +117,54 @@ pub trait CausalLm<B: Backend> {
             ids.len()
         );
         self.nll_rows(state, ids, score_from - 1, &ids[score_from..])
+    }
+}
+
+/// The check of [`CausalLm::forward_lanes`]: one token per lane, at least one lane.
+pub fn check_lanes(lanes: usize, ids: usize) {
+    assert!(
+        lanes == ids && lanes > 0,
+        "forward_lanes: {ids} tokens for {lanes} lanes"
+    );
+}
+
+/// The sequences the rows of a forward belong to, as its attention layers see them.
+pub(crate) enum KvRows<'a, 'b, B: Backend> {
+    /// One sequence: the rows are its consecutive tokens.
+    One(&'a mut B::KvCache),
+    /// A batch of lanes: row `i` is lane `i`'s next token.
+    Lanes(&'a mut [&'b mut B::KvCache]),
+}
+
+impl<B: Backend> KvRows<'_, '_, B> {
+    /// RoPE and attention of an attention layer over these rows.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rope_attention(
+        &mut self,
+        b: &B,
+        layer: usize,
+        q: &mut B::Act,
+        k: &mut B::Act,
+        v: &B::Act,
+        head_dim: usize,
+        rope: &crate::engine::backend::Rope,
+    ) -> B::Act {
+        match self {
+            KvRows::One(kv) => b.rope_attention(kv, layer, q, k, v, head_dim, rope),
+            KvRows::Lanes(kvs) => b.rope_attention_lanes(kvs, layer, q, k, v, head_dim, rope),
+        }
+    }
+
+    /// Marks the `rows` rows as held once every layer has run.
+    pub(crate) fn advance(&mut self, b: &B, rows: usize) {
+        match self {
+            KvRows::One(kv) => b.kv_advance(kv, rows),
+            KvRows::Lanes(kvs) => {
+                for kv in kvs.iter_mut() {
+                    b.kv_advance(kv, 1);
+                }
+            }
+        }
     }
 }
 
@@ -431,6 +493,26 @@ impl<B: Backend> CausalLm<B> for Model<B> {
         self.forward_ops(state, ids, want)
     }
 
+    fn forward_lanes(&self, states: &mut [&mut ModelState<B>], ids: &[u32]) -> Vec<Vec<f32>> {
+        check_lanes(states.len(), ids.len());
+        let vocab = self.vocab_size();
+        if self.step_capturable() {
+            let b = self.backend();
+            let mut kvs: Vec<&mut B::KvCache> = states.iter_mut().map(|s| s.kv_mut()).collect();
+            if let Some(logits) = b.replay_lanes(&mut kvs, ids) {
+                return per_lane(logits, vocab);
+            }
+            if b.begin_lanes_capture(&mut kvs, vocab) {
+                drop(kvs);
+                // Recorded, not run: the host side (cache lengths) advances as in an eager step.
+                self.forward_lanes_ops(states, ids);
+                let mut kvs: Vec<&mut B::KvCache> = states.iter_mut().map(|s| s.kv_mut()).collect();
+                return per_lane(b.end_lanes_capture(&mut kvs, ids), vocab);
+            }
+        }
+        self.forward_lanes_ops(states, ids)
+    }
+
     fn nll_rows(
         &self,
         state: &mut ModelState<B>,
@@ -469,6 +551,33 @@ impl<B: Backend> Model<B> {
         }
     }
 
+    /// A lanes step op by op: the architecture's batched forward (a state of another model
+    /// panics).
+    fn forward_lanes_ops(&self, states: &mut [&mut ModelState<B>], ids: &[u32]) -> Vec<Vec<f32>> {
+        match self {
+            Model::Llama(m) => {
+                let mut s: Vec<&mut llama::LlamaState<B>> = states
+                    .iter_mut()
+                    .map(|s| match &mut **s {
+                        ModelState::Llama(s) => s,
+                        _ => panic!("a state from another model"),
+                    })
+                    .collect();
+                m.forward_lanes(&mut s, ids)
+            }
+            Model::Qwen35(m) => {
+                let mut s: Vec<&mut qwen35::Qwen35State<B>> = states
+                    .iter_mut()
+                    .map(|s| match &mut **s {
+                        ModelState::Qwen35(s) => s,
+                        _ => panic!("a state from another model"),
+                    })
+                    .collect();
+                m.forward_lanes(&mut s, ids)
+            }
+        }
+    }
+
     /// A single-token step as the backend's captured graph of it (replayed, or captured now
     /// and replayed), or `None` when the backend runs this step op by op.
     fn graph_step(&self, state: &mut ModelState<B>, id: u32) -> Option<Vec<f32>> {
@@ -483,6 +592,11 @@ impl<B: Backend> Model<B> {
         self.forward_ops(state, &[id], LogitsWanted::Last);
         Some(b.end_step_capture(state.kv_mut(), id))
     }
+}
+
+/// `lanes * vocab` logits, lane after lane, as one row per lane.
+fn per_lane(logits: Vec<f32>, vocab: usize) -> Vec<Vec<f32>> {
+    logits.chunks(vocab.max(1)).map(<[f32]>::to_vec).collect()
 }
 
 impl<B: Backend> ModelState<B> {

@@ -4,7 +4,8 @@
 //! the GDN output norm), partial NeoX RoPE.
 
 use super::{
-    check_nll_rows, tensor_f32, vocab_tensors, ArchError, CausalLm, LogitsWanted, VocabValues,
+    check_lanes, check_nll_rows, tensor_f32, vocab_tensors, ArchError, CausalLm, KvRows,
+    LogitsWanted, VocabValues,
 };
 use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
 use crate::model::precision::PrecisionOptions;
@@ -61,6 +62,13 @@ struct Layer<B: Backend> {
     mixer: Mixer<B>,
     post_norm: B::Vector,
     ffn: Ffn<B>,
+}
+
+/// The GDN states a forward's rows advance: one sequence's (none for an attention layer),
+/// or one per lane (row `i` is lane `i`'s next token).
+enum GdnRows<'a, 'b, B: Backend> {
+    One(Option<&'a mut B::GdnState>),
+    Lanes(&'a mut [&'b mut B::GdnState]),
 }
 
 fn mlp<B: Backend>(b: &B, m: &Mlp<B>, x: &B::Act) -> B::Act {
@@ -461,6 +469,21 @@ impl<B: Backend> CausalLm<B> for Qwen35<B> {
         self.forward_with_hidden(state, ids, want).0
     }
 
+    fn forward_lanes(&self, states: &mut [&mut Qwen35State<B>], ids: &[u32]) -> Vec<Vec<f32>> {
+        check_lanes(states.len(), ids.len());
+        let b = &self.backend;
+        let x = self.blocks_lanes(states, ids);
+        let hidden = b.rmsnorm(
+            &x,
+            &self.final_norm,
+            self.config.rms_norm_eps,
+            NormWeight::ZeroCentred,
+        );
+        let logits = self.head_logits(&hidden);
+        let vocab = logits.len() / ids.len();
+        logits.chunks(vocab.max(1)).map(<[f32]>::to_vec).collect()
+    }
+
     fn nll_rows(
         &self,
         state: &mut Qwen35State<B>,
@@ -492,9 +515,9 @@ impl<B: Backend> Qwen35<B> {
         &self,
         l: &Layer<B>,
         x: &mut B::Act,
-        kv: &mut B::KvCache,
+        kv: &mut KvRows<'_, '_, B>,
         li: usize,
-        gdn: Option<&mut B::GdnState>,
+        gdn: GdnRows<'_, '_, B>,
     ) {
         let b = &self.backend;
         let eps = self.config.rms_norm_eps;
@@ -521,7 +544,7 @@ impl<B: Backend> Qwen35<B> {
                 let mut q = b.rmsnorm(&q, q_norm, eps, zc);
                 let mut k = b.rmsnorm(&b.slice_cols(&qkv, qg_w, kv_w), k_norm, eps, zc);
                 let v = b.slice_cols(&qkv, qg_w + kv_w, kv_w);
-                let a = b.rope_attention(kv, li, &mut q, &mut k, &v, head_dim, &self.rope);
+                let a = kv.rope_attention(b, li, &mut q, &mut k, &v, head_dim, &self.rope);
                 (b.sigmoid_gate(&a, &gate), o_proj)
             }
             Mixer::Gdn {
@@ -536,8 +559,14 @@ impl<B: Backend> Qwen35<B> {
                 let z = b.slice_cols(&all, qkv_w, z_w);
                 let bb = b.slice_cols(&all, qkv_w + z_w, d.hv);
                 let aa = b.slice_cols(&all, qkv_w + z_w + d.hv, d.hv);
-                let st = gdn.expect("a GDN layer has a GDN state");
-                (b.gdn(params, st, &mixed, &z, &aa, &bb), out_proj)
+                let o = match gdn {
+                    GdnRows::One(st) => {
+                        let st = st.expect("a GDN layer has a GDN state");
+                        b.gdn(params, st, &mixed, &z, &aa, &bb)
+                    }
+                    GdnRows::Lanes(sts) => b.gdn_lanes(params, sts, &mixed, &z, &aa, &bb),
+                };
+                (o, out_proj)
             }
         };
         b.linear_add(x, &pre, out_w, None);
@@ -589,9 +618,32 @@ impl<B: Backend> Qwen35<B> {
         let b = &self.backend;
         let mut x = b.embedding(&self.embed, ids);
         for (li, l) in self.layers.iter().enumerate() {
-            self.block(l, &mut x, &mut state.kv, li, state.gdn[li].as_mut());
+            let gdn = GdnRows::One(state.gdn[li].as_mut());
+            self.block(l, &mut x, &mut KvRows::One(&mut state.kv), li, gdn);
         }
         b.kv_advance(&mut state.kv, ids.len());
+        x
+    }
+
+    /// Every block on one token per lane (`ids[i]` at lane `i`'s position), advancing every
+    /// lane's state: the residual stream before the final norm, `[lanes, hidden]`.
+    fn blocks_lanes(&self, states: &mut [&mut Qwen35State<B>], ids: &[u32]) -> B::Act {
+        let b = &self.backend;
+        let mut x = b.embedding(&self.embed, ids);
+        for (li, l) in self.layers.iter().enumerate() {
+            let (mut kvs, gdns): (Vec<&mut B::KvCache>, Vec<Option<&mut B::GdnState>>) = states
+                .iter_mut()
+                .map(|s| {
+                    let s = &mut **s;
+                    (&mut s.kv, s.gdn[li].as_mut())
+                })
+                .unzip();
+            let mut sts: Vec<&mut B::GdnState> = gdns.into_iter().flatten().collect();
+            let gdn = GdnRows::Lanes(&mut sts);
+            self.block(l, &mut x, &mut KvRows::Lanes(&mut kvs), li, gdn);
+        }
+        let mut kvs: Vec<&mut B::KvCache> = states.iter_mut().map(|s| &mut s.kv).collect();
+        KvRows::<B>::Lanes(&mut kvs).advance(b, ids.len());
         x
     }
 
@@ -653,7 +705,8 @@ impl<B: Backend> Qwen35<B> {
         );
         let h = b.rmsnorm(hidden, &m.norm_hidden, eps, zc);
         let mut x = b.linear(&b.concat_cols(&e, &h), &m.fc, None);
-        self.block(&m.layer, &mut x, &mut st.kv, 0, None);
+        let gdn = GdnRows::One(None);
+        self.block(&m.layer, &mut x, &mut KvRows::One(&mut st.kv), 0, gdn);
         b.kv_advance(&mut st.kv, next_ids.len());
         self.head_logits(&b.rmsnorm(&x, &m.norm, eps, zc))
     }

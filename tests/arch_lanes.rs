@@ -1,0 +1,106 @@
+//! The batched decode step (`CausalLm::forward_lanes`) on the cpu backend with the tiny
+//! fixtures: lanes at different positions, decoded together, give each lane the tokens and
+//! (to rounding) the logits of its own single-sequence run.
+
+use std::path::PathBuf;
+
+use ninfer::engine::generate::argmax;
+use ninfer::engine::CpuBackend;
+use ninfer::model::arch::{self, CausalLm, LogitsWanted};
+use ninfer::model::{open_model, ModelLocation};
+
+fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+    (num / den).sqrt()
+}
+
+/// Three lanes (prompts of 3, 5 and 8 tokens), `steps` greedy steps decoded together,
+/// against each lane decoded alone.
+fn lanes_match_single(name: &str, steps: usize) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tiny")
+        .join(name);
+    let files = open_model(&ModelLocation::HfDir(dir)).unwrap();
+    let model = arch::load(&CpuBackend, &files).unwrap();
+    let vocab = model.vocab_size() as u32;
+    let prompts: Vec<Vec<u32>> = [3usize, 5, 8]
+        .iter()
+        .enumerate()
+        .map(|(l, &n)| {
+            (0..n as u32)
+                .map(|i| (7 * i + 3 * l as u32 + 1) % vocab)
+                .collect()
+        })
+        .collect();
+
+    // Each lane alone: its greedy tokens and every step's logits.
+    let alone: Vec<(Vec<u32>, Vec<Vec<f32>>)> = prompts
+        .iter()
+        .map(|p| {
+            let mut st = model.new_state();
+            let mut logits = model.forward(&mut st, p, LogitsWanted::Last);
+            let (mut toks, mut rows) = (Vec::new(), Vec::new());
+            for _ in 0..steps {
+                let t = argmax(&logits);
+                toks.push(t);
+                logits = model.forward(&mut st, &[t], LogitsWanted::Last);
+                rows.push(logits.clone());
+            }
+            (toks, rows)
+        })
+        .collect();
+
+    // Together: prefill each, then one batched step per token.
+    let mut states: Vec<_> = prompts.iter().map(|_| model.new_state()).collect();
+    let mut last: Vec<Vec<f32>> = prompts
+        .iter()
+        .zip(states.iter_mut())
+        .map(|(p, s)| model.forward(s, p, LogitsWanted::Last))
+        .collect();
+    let mut refs: Vec<_> = states.iter_mut().collect();
+    for k in 0..steps {
+        let ids: Vec<u32> = last.iter().map(|l| argmax(l)).collect();
+        for (lane, &id) in ids.iter().enumerate() {
+            assert_eq!(id, alone[lane].0[k], "{name}: lane {lane} token {k}");
+        }
+        last = model.forward_lanes(&mut refs, &ids);
+        for (lane, l) in last.iter().enumerate() {
+            let e = rel_l2(l, &alone[lane].1[k]);
+            assert!(e < 1e-5, "{name}: lane {lane} step {k}: rel L2 {e:.3e}");
+        }
+    }
+    for (lane, s) in refs.iter().enumerate() {
+        assert_eq!(
+            model.position(s),
+            prompts[lane].len() + steps,
+            "{name}: lane {lane}"
+        );
+    }
+}
+
+#[test]
+fn llama_lanes_match_single_sequences() {
+    lanes_match_single("llama", 6);
+}
+
+#[test]
+fn qwen3_lanes_match_single_sequences() {
+    lanes_match_single("qwen3", 4);
+}
+
+#[test]
+fn qwen35_lanes_match_single_sequences() {
+    lanes_match_single("qwen35_r2", 6);
+}
+
+#[test]
+fn qwen35_moe_lanes_match_single_sequences() {
+    lanes_match_single("qwen35_moe", 4);
+}
+
+#[test]
+fn qwen3_next_lanes_match_single_sequences() {
+    lanes_match_single("qwen3_next", 4);
+}
