@@ -158,6 +158,19 @@ fn bad_inputs_are_refused_with_a_sentence() {
             "needs the GPU engine",
         ),
         (
+            &["--synthetic", "smollm2-135m", "--profile-ab"],
+            "--profile-ab compares the GPU engine's tuned routes",
+        ),
+        (
+            &[
+                "--synthetic",
+                "smollm2-135m",
+                "--profile-ab",
+                "--no-profile",
+            ],
+            "cannot be used with",
+        ),
+        (
             &[
                 "--synthetic",
                 "smollm2-135m",

@@ -266,13 +266,17 @@ pub type Variant<'a> = (&'a str, &'a dyn Fn());
 /// Loads `files` on `b` and makes every measurement of `plan` there. Returns the seconds the
 /// load took and the measurements. With `variants` (a precision flag and what switches the
 /// loaded model's backend to it), every prompt is timed once per variant, in order, over the
-/// one load; decode runs after the first variant is switched back on.
+/// one load; decode runs after the first variant is switched back on. With
+/// `decode_variants`, every decode row is timed once per entry, in order (each on fresh
+/// sequences, so that nothing captured under one entry replays under the next).
+#[allow(clippy::too_many_arguments)]
 pub fn measure<B: Backend>(
     b: &B,
     files: &ModelFiles,
     opts: &PrecisionOptions,
     plan: &Plan,
     variants: &[Variant<'_>],
+    decode_variants: &[Variant<'_>],
     on_loaded: impl FnOnce(f64),
     mut on_measured: impl FnMut(&Measurement),
 ) -> Result<(f64, Vec<Measurement>), arch::ArchError> {
@@ -330,48 +334,66 @@ pub fn measure<B: Backend>(
     if let Some((_, switch)) = variants.first() {
         switch();
     }
+    let decode_passes: Vec<Option<&Variant<'_>>> = if decode_variants.is_empty() {
+        vec![None]
+    } else {
+        decode_variants.iter().map(Some).collect()
+    };
     for &lanes in &plan.lanes {
-        if lanes != 1 {
-            let m = decode_lanes(&model, plan, lanes, vocab, chunk);
+        for pass in &decode_passes {
+            if let Some((_, switch)) = pass {
+                switch();
+            }
+            let mut m = match lanes {
+                1 => decode_one(&model, plan, vocab, chunk),
+                _ => decode_lanes(&model, plan, lanes, vocab, chunk),
+            };
+            m.variant = pass.map(|(flag, _)| flag.to_string());
             push(m, &mut out);
-            continue;
         }
-        let context = random_ids(plan.seed, 1000, plan.decode_context, vocab);
-        let steps = random_ids(
-            plan.seed,
-            1001,
-            plan.warmup_steps + plan.decode_tokens,
-            vocab,
-        );
-        let mut state = model.new_state();
-        if !context.is_empty() {
-            forward_chunked(&model, &mut state, &context, LogitsWanted::Last, chunk);
-        }
-        for &id in &steps[..plan.warmup_steps] {
-            model.forward(&mut state, &[id], LogitsWanted::Last);
-        }
-        let at = model.position(&state);
-        let t = Instant::now();
-        let mut last = Vec::new();
-        for &id in &steps[plan.warmup_steps..] {
-            last = model.forward(&mut state, &[id], LogitsWanted::Last);
-        }
-        let s = t.elapsed().as_secs_f64();
-        check_finite(&last, "decode");
-        push(
-            Measurement {
-                kind: Kind::Decode,
-                lanes: 1,
-                tokens: plan.decode_tokens,
-                context: at,
-                seconds: Some(s),
-                note: None,
-                variant: None,
-            },
-            &mut out,
-        );
     }
     Ok((load_s, out))
+}
+
+/// Times `plan.decode_tokens` single-token steps of one sequence holding `decode_context`
+/// tokens first (after the warm-up steps, the first of which captures where it can).
+fn decode_one<B: Backend>(
+    model: &arch::Model<B>,
+    plan: &Plan,
+    vocab: usize,
+    chunk: Option<usize>,
+) -> Measurement {
+    let context = random_ids(plan.seed, 1000, plan.decode_context, vocab);
+    let steps = random_ids(
+        plan.seed,
+        1001,
+        plan.warmup_steps + plan.decode_tokens,
+        vocab,
+    );
+    let mut state = model.new_state();
+    if !context.is_empty() {
+        forward_chunked(model, &mut state, &context, LogitsWanted::Last, chunk);
+    }
+    for &id in &steps[..plan.warmup_steps] {
+        model.forward(&mut state, &[id], LogitsWanted::Last);
+    }
+    let at = model.position(&state);
+    let t = Instant::now();
+    let mut last = Vec::new();
+    for &id in &steps[plan.warmup_steps..] {
+        last = model.forward(&mut state, &[id], LogitsWanted::Last);
+    }
+    let s = t.elapsed().as_secs_f64();
+    check_finite(&last, "decode");
+    Measurement {
+        kind: Kind::Decode,
+        lanes: 1,
+        tokens: plan.decode_tokens,
+        context: at,
+        seconds: Some(s),
+        note: None,
+        variant: None,
+    }
 }
 
 /// Times `plan.decode_tokens` batched steps of `lanes` lanes, each lane holding its own
@@ -498,7 +520,14 @@ pub fn record(info: &RunInfo, m: &Measurement) -> ModelBenchRecord {
         floor_us,
         fraction: floor_us.zip(step_us).map(|(f, s)| f / s),
         load_s: info.load_s,
-        routes: info.routes.clone(),
+        // A `--profile-ab` row without the profile ran on the heuristics.
+        routes: match m.variant.as_deref() {
+            Some("--no-profile") => info
+                .routes
+                .as_ref()
+                .map(|_| crate::tune::RouteTable::heuristics().describe()),
+            _ => info.routes.clone(),
+        },
         command: info.command.clone(),
     }
 }

@@ -5,6 +5,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -19,6 +20,7 @@ use crate::gpu::Gpu;
 use crate::model::precision::PrecisionOptions;
 use crate::model::synthetic::SHAPES_HELP;
 use crate::model::{ModelFiles, ModelLocation, Weights};
+use crate::tune::RouteTable;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -32,6 +34,11 @@ pub enum BenchCommand {
 
 /// The most lanes a decode may ask for.
 pub const MAX_LANES: usize = 8;
+
+const PROFILE_AB_ON_CPU: &str =
+    "--profile-ab compares the GPU engine's tuned routes with its heuristics, so it needs the GPU engine; drop it to run on the cpu, or use --device cuda on a machine with an NVIDIA GPU";
+const PROFILE_AB_NO_PROFILE: &str =
+    "--profile-ab needs a tuning profile for this GPU and build, and none applies (the notice above says why; `ninfer tune check` tells more, `ninfer tune` makes one, --profile PATH names one)";
 
 #[derive(Debug, clap::Args)]
 pub struct ModelBenchArgs {
@@ -88,6 +95,11 @@ pub struct ModelBenchArgs {
     /// --prefill-cublas (each row says which), instead of loading a large model twice.
     #[arg(long, conflicts_with = "prefill_cublas")]
     pub prefill_cublas_ab: bool,
+    /// GPU only: time every decode row four times over one load, alternating the tuning
+    /// profile's routes and the built-in heuristics (profile, --no-profile, profile,
+    /// --no-profile; each row says which), so that drift shows beside the difference.
+    #[arg(long, conflicts_with = "no_profile")]
+    pub profile_ab: bool,
     /// Write one JSON record per measurement (one per line) to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -421,7 +433,10 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
         }
     );
     let (load_s, measured) = match &chosen {
-        Chosen::Cpu(b) => bench_on(b, &mut files, &precision, &plan, &[])?,
+        Chosen::Cpu(_) if args.profile_ab => {
+            return Err(CliError::usage(PROFILE_AB_ON_CPU));
+        }
+        Chosen::Cpu(b) => bench_on(b, &mut files, &precision, &plan, &[], &[])?,
         Chosen::Cuda(b) => {
             let off = || {
                 b.set_prefill_cublas(false);
@@ -433,7 +448,31 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
                 true => vec![("", &off), ("--prefill-cublas", &on)],
                 false => Vec::new(),
             };
-            bench_on(b, &mut files, &precision, &plan, &variants)?
+            let (tuned, heuristics) = (b.routes(), Arc::new(RouteTable::heuristics()));
+            if args.profile_ab && tuned.is_empty() {
+                return Err(CliError::usage(PROFILE_AB_NO_PROFILE));
+            }
+            let with_profile = || b.set_routes(tuned.clone());
+            let without = || b.set_routes(heuristics.clone());
+            let decode_variants: Vec<model_bench::Variant<'_>> = match args.profile_ab {
+                true => vec![
+                    ("", &with_profile),
+                    ("--no-profile", &without),
+                    ("", &with_profile),
+                    ("--no-profile", &without),
+                ],
+                false => Vec::new(),
+            };
+            let result = bench_on(
+                b,
+                &mut files,
+                &precision,
+                &plan,
+                &variants,
+                &decode_variants,
+            );
+            b.set_routes(tuned.clone());
+            result?
         }
     };
     let info = RunInfo { load_s, ..info };
@@ -461,6 +500,7 @@ fn bench_on<B: Backend>(
     precision: &PrecisionOptions,
     plan: &Plan,
     variants: &[model_bench::Variant<'_>],
+    decode_variants: &[model_bench::Variant<'_>],
 ) -> Result<(f64, Vec<Measurement>), CliError> {
     let on_terminal = std::io::stderr().is_terminal();
     let bar = match &mut files.weights {
@@ -505,6 +545,7 @@ fn bench_on<B: Backend>(
         precision,
         plan,
         variants,
+        decode_variants,
         |s| {
             bar.finish_and_clear();
             eprintln!("loaded in {s:.1} s");

@@ -164,8 +164,8 @@ pub fn choose_backend(
         crate::gpu::driver_available() && crate::gpu::list_devices().is_ok_and(|d| !d.is_empty())
     };
     let open = || -> Result<CudaBackend, CliError> {
-        let mut b = CudaBackend::open(0, opts)?;
-        take_routes(&mut b, &gpu.profile_request());
+        let b = CudaBackend::open(0, opts)?;
+        take_routes(&b, &gpu.profile_request());
         Ok(b)
     };
     match device {
@@ -196,7 +196,7 @@ pub fn choose_backend(
 
 /// Gives `b` the routes of the profile `request` resolves to on its device, and prints the
 /// notice (no matching profile, a profile ignored and why) once.
-fn take_routes(b: &mut CudaBackend, request: &ProfileRequest) {
+fn take_routes(b: &CudaBackend, request: &ProfileRequest) {
     match Fingerprint::of_device(b.gpu().props()) {
         Ok(fp) => {
             let resolved = crate::tune::resolve(&fp, request, &crate::tune::search_dirs());

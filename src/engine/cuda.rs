@@ -30,7 +30,7 @@
 //! The trait's ops cannot fail, so a GPU error here is a panic whose message names the
 //! failing op and the driver's error.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use cudarc::driver::DevicePtr;
 
@@ -122,8 +122,9 @@ pub struct CudaBackend {
     opts: CudaOptions,
     /// Set while a decode step is being captured (shared by the clones the model holds).
     capturing: Arc<Mutex<Option<Capturing>>>,
-    /// The tuned routes of this device's profile (empty: the built-in heuristics).
-    routes: Arc<RouteTable>,
+    /// The tuned routes of this device's profile (empty: the built-in heuristics), shared
+    /// by the clones the model holds so that `bench model --profile-ab` can switch them.
+    routes: Arc<RwLock<Arc<RouteTable>>>,
     /// The cuBLAS prefill route's handle and scratch, with `prefill_cublas`.
     prefill: Option<Arc<PrefillCublas>>,
     /// Where a captured step's activations are carved from (set while capturing).
@@ -308,7 +309,7 @@ impl CudaBackend {
             gpu,
             opts,
             capturing: Arc::new(Mutex::new(None)),
-            routes: Arc::new(RouteTable::heuristics()),
+            routes: Arc::new(RwLock::new(Arc::new(RouteTable::heuristics()))),
             prefill,
             arena: Arc::new(Mutex::new(None)),
             lanes_warmed: Arc::new(Mutex::new(Vec::new())),
@@ -328,15 +329,16 @@ impl CudaBackend {
         }
     }
 
-    /// Takes the routes of a tuning profile (`crate::tune::resolve`); set before the model
-    /// is loaded, so that every clone the model holds shares them.
-    pub fn set_routes(&mut self, routes: Arc<RouteTable>) {
-        self.routes = routes;
+    /// Takes the routes of a tuning profile (`crate::tune::resolve`), for this backend and
+    /// every clone of it (the model's). Steps captured before keep the routes they were
+    /// captured with: switch between sequences, not inside one.
+    pub fn set_routes(&self, routes: Arc<RouteTable>) {
+        *self.routes.write().expect("route table lock") = routes;
     }
 
     /// The route table in use.
-    pub fn routes(&self) -> &RouteTable {
-        &self.routes
+    pub fn routes(&self) -> Arc<RouteTable> {
+        self.routes.read().expect("route table lock").clone()
     }
 
     /// The capture in progress, if any.
@@ -573,9 +575,9 @@ impl CudaBackend {
         let (kc, vc) = self.kv_ptrs(cache, layer);
         let out = self.alloc(t, q.cols);
         let mut route = AttnRoute::choose(self.opts.kv, dims, t);
-        tune_attn::apply(&self.routes, &mut route, dims, t, cache.capacity);
+        tune_attn::apply(&self.routes(), &mut route, dims, t, cache.capacity);
         if self.capturing().is_none() {
-            let load = tune_attn::preload(&self.routes, &self.gpu, &route, dims, t, |r| r.spec());
+            let load = tune_attn::preload(&self.routes(), &self.gpu, &route, dims, t, |r| r.spec());
             ok("loading the tuned attention kernels", load);
         }
         let ws = cache.ws.as_mut().expect("made by kv_reserve");
@@ -634,10 +636,10 @@ impl CudaBackend {
         let dims = Self::attn_dims(shape);
         let (kc, vc) = self.kv_ptrs(cache, layer);
         let mut route = AttnRoute::choose(self.opts.kv, dims, 1);
-        tune_attn::apply(&self.routes, &mut route, dims, 1, cache.capacity);
+        tune_attn::apply(&self.routes(), &mut route, dims, 1, cache.capacity);
         if self.capturing().is_none() {
             let spec = |r: &AttnRoute| r.rope_spec(rope.style);
-            let load = tune_attn::preload(&self.routes, &self.gpu, &route, dims, 1, spec);
+            let load = tune_attn::preload(&self.routes(), &self.gpu, &route, dims, 1, spec);
             ok("loading the tuned attention kernels", load);
         }
         let ws = cache.ws.as_mut().expect("made by kv_reserve");
@@ -719,15 +721,23 @@ impl CudaBackend {
                 "gdn prefill workspace",
                 gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty()),
             );
+            // Plain TF32 chunk products (relative error ~5e-4, bench/gdn run 8) where the
+            // mode already trades exactness for speed; 3xTF32 (f32-accurate) otherwise.
+            let inexact = self.opts.act == LinearActivations::Bf16
+                || self.prefill.as_deref().is_some_and(|p| p.is_on());
+            let stages = match inexact {
+                true => gdn::PrefillStages::FAST,
+                false => gdn::PrefillStages::ALL,
+            };
             ok(
                 "gdn prefill",
-                gdn::launch_prefill(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o)),
+                gdn::launch_prefill_stages(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o), stages),
             );
             return self.gdn_out_norm(w, &o, z, t);
         }
         let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
             .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
-        crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, t);
+        crate::tune::gdn::apply(&self.routes(), &mut route, &d, st.lanes, t);
         ok(
             "gdn",
             gdn::launch_recurrent(
@@ -912,7 +922,7 @@ impl CudaBackend {
             Some(route) => linear_sgemm::launch(&self.gpu, &route, w, x, r, y, t),
             None => {
                 let mut route = ExactRoute::choose(w.format, t, epilogue);
-                crate::tune::exact::apply(&self.routes, &mut route, w.layout.n, w.layout.k);
+                crate::tune::exact::apply(&self.routes(), &mut route, w.layout.n, w.layout.k);
                 linear_exact::launch(&self.gpu, &route, w, x, r, y, t)
             }
         };
@@ -959,7 +969,7 @@ impl CudaBackend {
             return None;
         }
         let mut route = ExactRoute::choose_with(w.format, t, epilogue, prologue)?;
-        crate::tune::exact::apply(&self.routes, &mut route, w.layout.n, w.layout.k);
+        crate::tune::exact::apply(&self.routes(), &mut route, w.layout.n, w.layout.k);
         Some(route)
     }
 
@@ -1603,7 +1613,7 @@ impl Backend for CudaBackend {
                 RecurrentRoute::choose(Mode::Step, st.s.ty(), &d).unwrap_or_else(|| {
                     panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
                 });
-            crate::tune::gdn::apply(&self.routes, &mut route, &d, st.lanes, 1);
+            crate::tune::gdn::apply(&self.routes(), &mut route, &d, st.lanes, 1);
             ok(
                 "gdn",
                 gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(out), None, None),
