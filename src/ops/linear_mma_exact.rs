@@ -44,13 +44,13 @@ pub const MMA_MIN_T: usize = 5;
 /// warps at ~170: NVRTC 13.0, sm_90, no spills).
 const MMA_SMEM: usize = 200 * 1024;
 
-/// Whether the mma kernel takes this format: 4- or 8-bit symmetric integers, f16 scales,
-/// groups of 32, 64 or 128 (a lane's quarter of a group is whole 16-byte pieces of
-/// activation fragments).
+/// Whether the mma kernel takes this format: 4- or 8-bit symmetric integers with f16
+/// scales and 32-byte groups (q4_g64, q8_g32: the kernel loads two groups of a row per
+/// 16-byte load of each lane of a quad).
 pub fn mma_supports(format: &Format) -> bool {
     format.kind == FormatKind::SymInt
         && (format.bits == 4 || format.bits == 8)
-        && [32, 64, 128].contains(&format.group)
+        && format.group * format.bits as usize == 256
         && format.scale == crate::formats::registry::ScaleType::F16
 }
 
