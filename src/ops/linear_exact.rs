@@ -4,12 +4,17 @@
 //! activations would hide a real bug inside their own 1e-2 noise). Larger T is tiled over
 //! launches of `tt` columns.
 //!
-//! Three kernels:
+//! Four kernels:
+//! - `mma` (`templates/linear/gemv_mma.cu`, host side in [`super::linear_mma_exact`]):
+//!   q4_g64 and q8_g32 on tensor cores, the f32 activations split into three exact bf16
+//!   (hi + mid + lo) so the products stay f32-accurate; weights read once for up to 32
+//!   columns. [`ExactRoute::choose`] takes it from [`MMA_MIN_T`] columns.
 //! - `ring` (`templates/linear/gemv_ring.cu`): 4- and 8-bit codes (q4_g64, q8_g32) at
 //!   T <= 4 with K a multiple of 1024: weights through a per-warp cp.async ring in shared
 //!   memory, codes used as subnormal floats (no conversion arithmetic), rows balanced per
-//!   block. [`ExactRoute::choose`] takes it for those formats at T <= 4; a launch on a
-//!   shape it does not take runs the stream kernel's default split instead.
+//!   block. [`ExactRoute::choose`] takes it for those formats below [`MMA_MIN_T`] columns
+//!   (and with a prologue up to 4); a launch on a shape it does not take runs the stream
+//!   kernel's default split instead.
 //! - `stream` (`templates/linear/gemv_stream.cu`): the bandwidth-first GEMV for the
 //!   symmetric integer formats whose groups are whole 32-weight chunks (q4_g64, q5_g64,
 //!   q6_g64, q8_g32): 16-byte streamed weight loads issued ahead of use, codes converted by
@@ -1608,8 +1613,8 @@ mod tests {
             assert!(stream_supports(f), "{name}");
             for t in 1..=20 {
                 let r = ExactRoute::choose(f, t, Epilogue::Residual);
-                let ring = ring_supports(f) && t <= 4;
                 let mma = mma_supports(f) && t >= MMA_MIN_T;
+                let ring = ring_supports(f) && t <= 4 && !mma;
                 assert_eq!(
                     matches!(r.kernel, ExactKernel::Ring(_)),
                     ring,

@@ -6,8 +6,9 @@
 //! rows x 16 k, so T = 8 costs about what T = 1 does once the weights stream.
 //!
 //! [`choose`] takes it from [`MMA_MIN_T`] columns up (`NINFER_EXACT_MMA=0` switches it
-//! off), with the prologues at the column tiles [`MMA_PROLOGUE_TT`]; everything else stays
-//! with the ring and stream kernels (`super::linear_exact`).
+//! off), with the prologues at the column tiles [`MMA_PROLOGUE_TT`] (T = 3, 4 with a
+//! prologue keep the ring kernel); everything else stays with the ring and stream kernels
+//! (`super::linear_exact`).
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -37,8 +38,11 @@ pub struct MmaTile {
 pub const MMA_TT: [u32; 6] = [1, 2, 4, 8, 16, 32];
 /// Column tiles that carry the fused prologues.
 pub const MMA_PROLOGUE_TT: [u32; 3] = [8, 16, 32];
-/// The fewest columns for which [`choose`] takes the mma kernel.
-pub const MMA_MIN_T: usize = 5;
+/// The fewest columns for which [`choose`] takes the mma kernel: measured faster than the
+/// ring/stream route from T = 4 on every 27B shape (17408x5120 35.5 vs 43.1 us, 5120x17408
+/// 45.7 vs 101.6, 4096x14336 32.4 vs 44.6; T = 3 runs the same T = 4 launch), not at T = 2
+/// on 17408x5120 (30.5 vs 22.7 us): bench/kernels/v7/run2.
+pub const MMA_MIN_T: usize = 3;
 /// Shared memory a block may take for its staged activations: most of the SM's, as its
 /// registers allow one block per SM anyway (16 warps at up to 128 registers; at T = 32, 8
 /// warps at ~170: NVRTC 13.0, sm_90, no spills).
@@ -376,7 +380,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_mma_kernel_takes_t_from_five_on_for_4_and_8_bits() {
+    fn the_mma_kernel_takes_t_from_three_on_for_4_and_8_bits() {
         for name in ["q4_g64", "q8_g32"] {
             let f = crate::formats::format(name).unwrap();
             assert!(mma_supports(f));
@@ -407,10 +411,11 @@ mod tests {
         let specs = super::super::linear_exact::instantiations();
         let has = |e: &str| specs.iter().any(|s| s.entry == e);
         let q4 = crate::formats::format("q4_g64").unwrap();
-        for t in [5, 8, 9, 16, 17, 32, 40] {
+        for t in [3, 4, 5, 8, 9, 16, 17, 32, 40] {
             for (kind, epilogue) in PrologueKind::FUSED {
                 let r = ExactRoute::choose_with(q4, t, epilogue, kind).expect("fused pair");
-                assert!(matches!(r.kernel, ExactKernel::Mma(_)), "T={t}");
+                // No prologue instantiation at the tile of 4 columns: the ring kernel.
+                assert_eq!(matches!(r.kernel, ExactKernel::Mma(_)), t > 4, "T={t}");
                 assert!(has(&r.spec().entry), "{}", r.spec().entry);
                 assert!(r.spec().programmatic);
             }
