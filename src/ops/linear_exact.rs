@@ -476,7 +476,8 @@ impl ExactRoute {
     }
 
     /// The stream kernel's default route with this route's format, tile, epilogue and
-    /// prologue (what a ring route runs on shapes the ring kernel does not take).
+    /// prologue (what a ring route runs on shapes the ring kernel does not take; an mma
+    /// route with unaligned weight rows runs it at a tile of at most 8).
     fn stream_fallback(&self) -> Self {
         ExactRoute {
             kernel: ExactKernel::Stream(stream_tile(self.tt)),
@@ -901,6 +902,16 @@ fn launch_inner(
                     return launch_inner(gpu, &fallback, w, x, prologue, residual, y, t, over);
                 }
             }
+        }
+        ExactKernel::Mma(_)
+            if !(q.is_multiple_of(16) && w.layout.q_row_bytes.is_multiple_of(16)) =>
+        {
+            // The mma kernel's 16-byte weight loads need 16-byte aligned rows.
+            let fallback = ExactRoute {
+                tt: route.tt.min(8),
+                ..route.stream_fallback()
+            };
+            return launch_inner(gpu, &fallback, w, x, prologue, residual, y, t, over);
         }
         _ => None,
     };

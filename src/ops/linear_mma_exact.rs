@@ -148,7 +148,7 @@ fn n_tiles(tt: u32) -> usize {
 fn smem_parts(format: &Format, tt: u32, warps: u32) -> (usize, usize) {
     let nt = n_tiles(tt);
     (
-        nt * format.group as usize * 16,
+        nt * format.group * 16,
         warps as usize * 16 * (8 * nt + 1) * 4,
     )
 }
@@ -157,7 +157,7 @@ fn smem_parts(format: &Format, tt: u32, warps: u32) -> (usize, usize) {
 /// fit.
 fn slab(format: &Format, tt: u32, warps: u32, k: usize, budget: usize) -> (usize, usize) {
     let (per_group, red) = smem_parts(format, tt, warps);
-    let groups = (k / format.group as usize).max(1);
+    let groups = (k / format.group).max(1);
     let max = (budget / per_group).max(1);
     let slabs = groups.div_ceil(max);
     let slab = groups.div_ceil(slabs);
@@ -182,7 +182,8 @@ pub(super) fn geometry(
     over: Override,
 ) -> Result<(u32, usize, usize), GpuError> {
     type Key = (usize, usize, usize, Option<usize>, Option<u32>);
-    static CACHE: Mutex<Option<HashMap<Key, (u32, usize, usize)>>> = Mutex::new(None);
+    type Cache = HashMap<Key, (u32, usize, usize)>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
     let key: Key = (
         f.cu_function() as usize,
         n,
@@ -430,13 +431,13 @@ mod tests {
             for tt in MMA_TT {
                 let w = mma_tile(tt).warps;
                 for k in [64usize, 576, 1536, 2048, 5120, 14336, 17408] {
-                    if !k.is_multiple_of(f.group as usize) {
+                    if !k.is_multiple_of(f.group) {
                         continue;
                     }
                     let (slab, smem) = slab(f, tt, w, k, MMA_SMEM);
                     let (per, red) = smem_parts(f, tt, w);
                     assert!(smem <= MMA_SMEM && smem >= red && smem >= slab * per);
-                    assert!(slab >= 1 && slab <= k / f.group as usize);
+                    assert!(slab >= 1 && slab <= k / f.group);
                 }
             }
         }
