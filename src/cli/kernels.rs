@@ -63,6 +63,9 @@ pub struct BuildArgs {
     pub all: bool,
     /// Build only these families (see `ninfer kernels list`).
     pub families: Vec<String>,
+    /// Of those, only the entries containing one of these comma-separated substrings.
+    #[arg(long)]
+    pub filter: Option<String>,
 }
 
 pub fn run(cmd: &KernelsCommand) -> Result<(), CliError> {
@@ -161,6 +164,9 @@ fn build(args: &BuildArgs) -> Result<(), CliError> {
     let specs: Vec<KernelSpec> = registry::all()
         .into_iter()
         .filter(|s| args.all || args.families.iter().any(|f| f == s.family))
+        .filter(|s| {
+            (args.filter.as_deref()).is_none_or(|f| f.split(',').any(|p| s.entry.contains(p)))
+        })
         .collect();
     if specs.is_empty() {
         return Err(CliError::usage(format!(

@@ -77,6 +77,7 @@ mod tests {
                 "embedding/gather.cu",
                 "linear/gemv_stream.cu",
                 "linear/gemv_ring.cu",
+                "linear/gemv_mma.cu",
             ]
             .contains(&spec.template)
             {

@@ -4,12 +4,17 @@
 //! activations would hide a real bug inside their own 1e-2 noise). Larger T is tiled over
 //! launches of `tt` columns.
 //!
-//! Three kernels:
+//! Four kernels:
+//! - `mma` (`templates/linear/gemv_mma.cu`, host side in [`super::linear_mma_exact`]):
+//!   q4_g64 and q8_g32 on tensor cores, the f32 activations split into three exact bf16
+//!   (hi + mid + lo) so the products stay f32-accurate; weights read once for up to 32
+//!   columns. [`ExactRoute::choose`] takes it from [`MMA_MIN_T`] columns.
 //! - `ring` (`templates/linear/gemv_ring.cu`): 4- and 8-bit codes (q4_g64, q8_g32) at
 //!   T <= 4 with K a multiple of 1024: weights through a per-warp cp.async ring in shared
 //!   memory, codes used as subnormal floats (no conversion arithmetic), rows balanced per
-//!   block. [`ExactRoute::choose`] takes it for those formats at T <= 4; a launch on a
-//!   shape it does not take runs the stream kernel's default split instead.
+//!   block. [`ExactRoute::choose`] takes it for those formats below [`MMA_MIN_T`] columns
+//!   (and with a prologue up to 4); a launch on a shape it does not take runs the stream
+//!   kernel's default split instead.
 //! - `stream` (`templates/linear/gemv_stream.cu`): the bandwidth-first GEMV for the
 //!   symmetric integer formats whose groups are whole 32-weight chunks (q4_g64, q5_g64,
 //!   q6_g64, q8_g32): 16-byte streamed weight loads issued ahead of use, codes converted by
@@ -151,7 +156,14 @@ pub enum ExactKernel {
     /// `linear/gemv_ring.cu`: 4- and 8-bit codes, K a multiple of 1024, up to 4 columns;
     /// other shapes launch the stream kernel's default split instead (see [`launch_with`]).
     Ring(RingTile),
+    /// `linear/gemv_mma.cu`: 4- and 8-bit codes, tensor cores with three-way bf16 splits
+    /// of the activations, up to 32 columns (see [`super::linear_mma_exact`]).
+    Mma(MmaTile),
 }
+
+pub use super::linear_mma_exact::{
+    mma_enabled, mma_supports, mma_tile, mma_tt, MmaTile, MMA_MIN_T, MMA_TT,
+};
 
 /// One instantiation.
 #[derive(Debug, Clone, PartialEq)]
@@ -326,7 +338,7 @@ impl ExactRoute {
         let f = &self.format.name;
         assert!(
             self.prologue == PrologueKind::None || self.kernel != ExactKernel::Gemv,
-            "only the stream and ring kernels have prologues"
+            "only the stream, ring and mma kernels have prologues"
         );
         let pro = match self.prologue {
             PrologueKind::None => String::new(),
@@ -378,6 +390,18 @@ impl ExactRoute {
             .param("stages", stages)
             .param("prologue", self.prologue.param())
             .programmatic(),
+            ExactKernel::Mma(MmaTile { warps, unroll }) => KernelSpec::new(
+                "linear_exact",
+                "linear/gemv_mma.cu",
+                format!(
+                    "linear_exact_mma_{f}_{e}_t{}_w{warps}_u{unroll}{pro}",
+                    self.tt
+                ),
+            )
+            .param("warps", warps)
+            .param("unroll", unroll)
+            .param("prologue", self.prologue.param())
+            .programmatic(),
         }
         .param("format", f)
         .param("tt", self.tt)
@@ -405,6 +429,9 @@ impl ExactRoute {
         if stream_supports(format) {
             if !prologue.instantiated_with(epilogue) {
                 return None;
+            }
+            if let Some(route) = super::linear_mma_exact::choose(format, t, epilogue, prologue) {
+                return Some(route);
             }
             let tt = (t.clamp(1, 8) as u32).next_power_of_two();
             let kernel = if ring_supports(format) && RING_TT.contains(&tt) && ring_enabled() {
@@ -435,6 +462,7 @@ impl ExactRoute {
             ExactKernel::Gemv => WARPS as usize,
             ExactKernel::Stream(st) => (st.rows * st.warps) as usize,
             ExactKernel::Ring(rt) => (rt.rows * rt.warps) as usize,
+            ExactKernel::Mma(mt) => 16 * mt.warps as usize,
         }
     }
 
@@ -443,11 +471,13 @@ impl ExactRoute {
             ExactKernel::Gemv => WARPS * 32,
             ExactKernel::Stream(st) => st.warps * 32,
             ExactKernel::Ring(rt) => rt.warps * 32,
+            ExactKernel::Mma(mt) => mt.warps * 32,
         }
     }
 
     /// The stream kernel's default route with this route's format, tile, epilogue and
-    /// prologue (what a ring route runs on shapes the ring kernel does not take).
+    /// prologue (what a ring route runs on shapes the ring kernel does not take; an mma
+    /// route with unaligned weight rows runs it at a tile of at most 8).
     fn stream_fallback(&self) -> Self {
         ExactRoute {
             kernel: ExactKernel::Stream(stream_tile(self.tt)),
@@ -475,6 +505,7 @@ pub fn all_routes() -> Vec<ExactRoute> {
     }
     v.extend(stream_routes());
     v.extend(ring_routes());
+    v.extend(super::linear_mma_exact::routes());
     v
 }
 
@@ -596,15 +627,15 @@ pub fn launch_with(
 /// Qualification's handles on the launch geometry: a smaller shared-memory budget (to make
 /// K take several slabs) and a smaller grid (to make a persistent block loop).
 #[derive(Debug, Clone, Copy, Default)]
-struct Override {
-    smem_budget: Option<usize>,
-    max_grid: Option<u32>,
+pub(super) struct Override {
+    pub(super) smem_budget: Option<usize>,
+    pub(super) max_grid: Option<u32>,
     /// Ring kernel: K-slices per row stream instead of [`ring_ks`]'s choice.
-    ks: Option<u32>,
+    pub(super) ks: Option<u32>,
 }
 
 /// Blocks of `f` resident per SM with `smem` dynamic shared bytes, per device and entry.
-fn blocks_per_sm(
+pub(super) fn blocks_per_sm(
     gpu: &Gpu,
     f: &CudaFunction,
     entry: &str,
@@ -839,6 +870,13 @@ fn launch_inner(
             w.format.name
         );
     }
+    if matches!(route.kernel, ExactKernel::Mma(_)) {
+        assert!(
+            mma_supports(w.format),
+            "{} is not an mma-kernel format",
+            w.format.name
+        );
+    }
     assert_eq!(
         residual.is_some(),
         route.epilogue == Epilogue::Residual,
@@ -867,6 +905,16 @@ fn launch_inner(
                 }
             }
         }
+        ExactKernel::Mma(_)
+            if !(q.is_multiple_of(16) && w.layout.q_row_bytes.is_multiple_of(16)) =>
+        {
+            // The mma kernel's 16-byte weight loads need 16-byte aligned rows.
+            let fallback = ExactRoute {
+                tt: route.tt.min(8),
+                ..route.stream_fallback()
+            };
+            return launch_inner(gpu, &fallback, w, x, prologue, residual, y, t, over);
+        }
         _ => None,
     };
     let (stride_q, stride_s) = (w.layout.q_row_bytes as i64, w.layout.s_row_bytes as i64);
@@ -880,6 +928,9 @@ fn launch_inner(
         ExactKernel::Ring(_) => {
             let (grid, ks, smem) = ring.expect("ring geometry");
             (grid, ks as usize, smem)
+        }
+        ExactKernel::Mma(tile) => {
+            super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?
         }
     };
     let slab = slab as i32;
@@ -924,6 +975,8 @@ fn launch_inner(
             b.arg(&slab).arg(&pw).arg(&eps);
         }
         // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
+        // (gemv_mma.cu the same, its groups per slab and shared memory from
+        // linear_mma_exact::geometry, whole groups checked by `supports`),
         // norm weight and eps arguments (its shared memory sized by stream_slab_within and
         // granted above past 48 KB), and of gemv_ring.cu (the same, `slab` read as its
         // K-slices, shared memory sized and granted by ring_geometry, K a multiple of 1024
@@ -960,7 +1013,7 @@ pub const STREAM_SHAPES: [(usize, usize); 7] = [
 ];
 
 /// One qualification case: `(T, N, K)` and the launch overrides.
-type Case = (usize, usize, usize, Override);
+pub(super) type Case = (usize, usize, usize, Override);
 
 /// The f64 activations the prologue makes of `x` (`[t, K]`, or `[t, 2K]` for SwiGLU) with
 /// the norm weight `nw` and `eps`.
@@ -1268,6 +1321,7 @@ pub fn qualify(
                 .collect(),
             ExactKernel::Stream(tile) => stream_cases(&route, tile),
             ExactKernel::Ring(_) => ring_cases(&route),
+            ExactKernel::Mma(_) => super::linear_mma_exact::cases(&route),
         };
         if weights_of != route.format.name.as_str() {
             weights.clear();
@@ -1296,14 +1350,14 @@ pub fn qualify(
 }
 
 /// Launches queued back to back per timed sample by [`median_batched_us`].
-const BATCH: usize = 20;
+pub(super) const BATCH: usize = 20;
 
 /// Median over `samples` of the mean time per launch of [`BATCH`] launches queued back to
 /// back (`work(i)`, i counting on across samples for the rotation), in microseconds. One
 /// launch between two events also times the host's submission latency (about the time of a
 /// 576x576 GEMV), which a captured decode step does not pay; back to back, the host queues
 /// the next launch while the GPU runs this one.
-fn median_batched_us(
+pub(super) fn median_batched_us(
     gpu: &Gpu,
     samples: usize,
     mut work: impl FnMut(usize) -> Result<(), GpuError>,
@@ -1463,6 +1517,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
     }
     records.extend(bench_prologues(ctx, filter, &mut rng)?);
+    records.extend(super::linear_mma_exact::bench(ctx, filter)?);
     Ok(records)
 }
 
@@ -1571,17 +1626,21 @@ mod tests {
             assert!(stream_supports(f), "{name}");
             for t in 1..=20 {
                 let r = ExactRoute::choose(f, t, Epilogue::Residual);
-                let ring = ring_supports(f) && t <= 4;
+                let mma = mma_supports(f) && t >= MMA_MIN_T;
+                let ring = ring_supports(f) && t <= 4 && !mma;
                 assert_eq!(
                     matches!(r.kernel, ExactKernel::Ring(_)),
                     ring,
                     "{name} T={t}"
                 );
+                assert_eq!(matches!(r.kernel, ExactKernel::Mma(_)), mma, "{name} T={t}");
                 assert!(
-                    ring || matches!(r.kernel, ExactKernel::Stream(_)),
+                    ring || mma || matches!(r.kernel, ExactKernel::Stream(_)),
                     "{name} T={t}"
                 );
-                assert!(r.tt as usize >= t.min(8) && r.tt <= 8);
+                if !mma {
+                    assert!(r.tt as usize >= t.min(8) && r.tt <= 8);
+                }
             }
         }
         for name in ["q4_1_g32", "i8_row", "bf16", "f16", "f32"] {

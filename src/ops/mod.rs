@@ -8,6 +8,7 @@ pub mod gdn;
 pub mod linear;
 pub mod linear_cublas;
 pub mod linear_exact;
+pub mod linear_mma_exact;
 pub mod linear_sgemm;
 pub mod loss;
 pub mod mma_probe;

@@ -1,0 +1,481 @@
+//! The exact route's tensor-core GEMV (`templates/linear/gemv_mma.cu`): 4- and 8-bit
+//! symmetric integer weights, f32 activations split into three bf16 (hi + mid + lo, exact)
+//! so that `mma.sync` gives f32-accurate products with f32 accumulation, and the weights are
+//! read and converted once for all T columns (up to 32 per launch). The CUDA-core kernels
+//! (ring, stream) spend T FMAs per weight; this one spends 3T/8 columns of one mma per 16
+//! rows x 16 k, so T = 8 costs about what T = 1 does once the weights stream.
+//!
+//! [`choose`] takes it from [`MMA_MIN_T`] columns up (`NINFER_EXACT_MMA=0` switches it
+//! off), with the prologues at the column tiles [`MMA_PROLOGUE_TT`] (T = 3, 4 with a
+//! prologue keep the ring kernel); everything else stays with the ring and stream kernels
+//! (`super::linear_exact`).
+
+use rand::{Rng, SeedableRng};
+use rand_distr::StandardNormal;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::linear::Epilogue;
+use super::linear_exact::{
+    blocks_per_sm, launch, median_batched_us, Case, ExactKernel, ExactRoute, Override,
+    PrologueKind, BATCH,
+};
+use super::weight::{random_bf16, random_payload, DeviceWeight};
+use crate::bench::{rotation_sets, BenchCtx, BenchRecord};
+use crate::formats::{Format, FormatKind, Layout};
+use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError};
+
+/// The mma kernel's split: `warps` per block, `unroll` groups of weights per warp loaded
+/// into registers before any is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MmaTile {
+    pub warps: u32,
+    pub unroll: u32,
+}
+
+/// Column tiles of the mma kernel (T = 1, 2, 4 for the benchmark's comparison; the route
+/// takes 8, 16 and 32).
+pub const MMA_TT: [u32; 6] = [1, 2, 4, 8, 16, 32];
+/// Column tiles that carry the fused prologues.
+pub const MMA_PROLOGUE_TT: [u32; 3] = [8, 16, 32];
+/// The fewest columns for which [`choose`] takes the mma kernel: measured faster than the
+/// ring/stream route from T = 4 on every 27B shape (17408x5120 35.5 vs 43.1 us, 5120x17408
+/// 45.7 vs 101.6, 4096x14336 32.4 vs 44.6; T = 3 runs the same T = 4 launch), not at T = 2
+/// on 17408x5120 (30.5 vs 22.7 us): bench/kernels/v7/run2.
+pub const MMA_MIN_T: usize = 3;
+/// Shared memory a block may take for its staged activations: most of the SM's, as its
+/// registers allow one block per SM anyway (16 warps at up to 128 registers; at T = 32, 8
+/// warps at ~170: NVRTC 13.0, sm_90, no spills).
+const MMA_SMEM: usize = 200 * 1024;
+
+/// Whether the mma kernel takes this format: 4- or 8-bit symmetric integers with f16
+/// scales and 32-byte groups (q4_g64, q8_g32: the kernel loads two groups of a row per
+/// 16-byte load of each lane of a quad).
+pub fn mma_supports(format: &Format) -> bool {
+    format.kind == FormatKind::SymInt
+        && (format.bits == 4 || format.bits == 8)
+        && format.group * format.bits as usize == 256
+        && format.scale == crate::formats::registry::ScaleType::F16
+}
+
+/// Whether [`choose`] takes the mma kernel: yes unless the environment sets
+/// `NINFER_EXACT_MMA=0` (an A/B switch for whole-model benchmarks).
+pub fn mma_enabled() -> bool {
+    use std::sync::OnceLock;
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("NINFER_EXACT_MMA").map_or(true, |v| v != "0"))
+}
+
+/// The split per column tile: 16 warps (one block per SM) up to 16 columns; at 32 columns
+/// the 48 accumulators per lane need the registers of 8-warp blocks.
+pub fn mma_tile(tt: u32) -> MmaTile {
+    MmaTile {
+        warps: if tt >= 32 { 8 } else { 16 },
+        unroll: 8,
+    }
+}
+
+/// The column tile for T columns: the smallest of [`MMA_TT`] that holds them (32 past 32:
+/// launches of 32).
+pub fn mma_tt(t: usize) -> u32 {
+    MMA_TT
+        .iter()
+        .copied()
+        .find(|&tt| tt as usize >= t)
+        .unwrap_or(32)
+}
+
+/// The mma route for `t` columns, where it is the choice: the format is taken, T is at
+/// least [`MMA_MIN_T`], the kernel is enabled and the prologue instantiated at the tile.
+pub fn choose(
+    format: &'static Format,
+    t: usize,
+    epilogue: Epilogue,
+    prologue: PrologueKind,
+) -> Option<ExactRoute> {
+    if !mma_supports(format) || t < MMA_MIN_T || !mma_enabled() {
+        return None;
+    }
+    let tt = mma_tt(t);
+    if prologue != PrologueKind::None && !MMA_PROLOGUE_TT.contains(&tt) {
+        return None;
+    }
+    Some(ExactRoute {
+        format,
+        tt,
+        epilogue,
+        kernel: ExactKernel::Mma(mma_tile(tt)),
+        prologue,
+    })
+}
+
+/// Every instantiation: each format it takes, each column tile, both epilogues; the fused
+/// prologues ([`PrologueKind::FUSED`]) at [`MMA_PROLOGUE_TT`].
+pub fn routes() -> Vec<ExactRoute> {
+    let mut v = Vec::new();
+    for format in crate::formats::registry()
+        .iter()
+        .filter(|f| mma_supports(f))
+    {
+        for tt in MMA_TT {
+            let mut kinds = vec![
+                (PrologueKind::None, Epilogue::None),
+                (PrologueKind::None, Epilogue::Residual),
+            ];
+            if MMA_PROLOGUE_TT.contains(&tt) {
+                kinds.extend(PrologueKind::FUSED);
+            }
+            for (prologue, epilogue) in kinds {
+                v.push(ExactRoute {
+                    format,
+                    tt,
+                    epilogue,
+                    kernel: ExactKernel::Mma(mma_tile(tt)),
+                    prologue,
+                });
+            }
+        }
+    }
+    v
+}
+
+/// 8-column n-tiles of a launch of `tt` columns (three split columns per token).
+fn n_tiles(tt: u32) -> usize {
+    (3 * tt as usize).div_ceil(8)
+}
+
+/// Shared bytes of one staged group (every n-tile's fragments) and of the final reduction.
+fn smem_parts(format: &Format, tt: u32, warps: u32) -> (usize, usize) {
+    let nt = n_tiles(tt);
+    (
+        nt * format.group * 16,
+        warps as usize * 16 * (8 * nt + 1) * 4,
+    )
+}
+
+/// Groups per slab and the shared bytes for K = `k` under `budget`: even slabs, as few as
+/// fit.
+fn slab(format: &Format, tt: u32, warps: u32, k: usize, budget: usize) -> (usize, usize) {
+    let (per_group, red) = smem_parts(format, tt, warps);
+    let groups = (k / format.group).max(1);
+    let max = (budget / per_group).max(1);
+    let slabs = groups.div_ceil(max);
+    let slab = groups.div_ceil(slabs);
+    (slab, (slab * per_group).max(red))
+}
+
+/// The grid for M m-tiles: about as many blocks as fit at once, at most one m-tile per warp
+/// of a block (so that every m-tile is one warp's stream), at most M.
+fn grid(mtiles: usize, warps: usize, resident: usize) -> usize {
+    resident.max(mtiles.div_ceil(warps)).min(mtiles).max(1)
+}
+
+/// The launch geometry: (grid, groups per slab, shared bytes), settled once per loaded
+/// function and shape (the occupancy query and attribute call cost microseconds).
+pub(super) fn geometry(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    route: &ExactRoute,
+    entry: &str,
+    tile: MmaTile,
+    (n, k): (usize, usize),
+    over: Override,
+) -> Result<(u32, usize, usize), GpuError> {
+    type Key = (usize, usize, usize, Option<usize>, Option<u32>);
+    type Cache = HashMap<Key, (u32, usize, usize)>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let key: Key = (
+        f.cu_function() as usize,
+        n,
+        k,
+        over.smem_budget,
+        over.max_grid,
+    );
+    if let Some(&hit) = CACHE
+        .lock()
+        .expect("mma geometry cache")
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+    {
+        return Ok(hit);
+    }
+    let optin = gpu.props().smem_per_block_optin as usize;
+    let budget = over.smem_budget.unwrap_or(MMA_SMEM);
+    let (slab, smem) = slab(route.format, route.tt, tile.warps, k, budget.min(optin));
+    // The opt-in only grows (a cached geometry of another shape must stay launchable).
+    static GRANTED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+    {
+        let mut granted = GRANTED.lock().expect("granted shared memory");
+        let now = granted
+            .get_or_insert_with(HashMap::new)
+            .entry(f.cu_function() as usize)
+            .or_insert(48 * 1024);
+        if smem > *now {
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .map_err(|e| GpuError::driver(format!("shared memory of {entry}"), e))?;
+            *now = smem;
+        }
+    }
+    let threads = tile.warps * 32;
+    let resident =
+        blocks_per_sm(gpu, f, entry, threads, smem)? as usize * gpu.props().sm_count as usize;
+    let resident = over.max_grid.map_or(resident, |g| resident.min(g as usize));
+    let g = grid(n.div_ceil(16), tile.warps as usize, resident);
+    let got = (g as u32, slab, smem);
+    CACHE
+        .lock()
+        .expect("mma geometry cache")
+        .get_or_insert_with(HashMap::new)
+        .insert(key, got);
+    Ok(got)
+}
+
+/// The mma routes' qualification cases. Without a prologue: the 27B's 17408x5120,
+/// 5120x17408, 5120->10240, 6144->5120 and 14336->4096 (epilogue none) at T = the tile
+/// and at an odd T inside it; SmolLM2's 576 -> 1536, 1536 -> 576 and 576 -> 960 (and back), with T past the
+/// tile (host tiling, a partial last launch); N = 144 with K = 64 (one group, a partial
+/// m-tile); N = 1000 with K = 2048 in slabs of 16 KB (several) on a grid of 5 blocks (many
+/// m-tiles a block, fewer slices). RMSNorm: 17408x5120, SmolLM2's 576 -> 1536, the odd case;
+/// SwiGLU (with the residual): 5120x17408, 1536 -> 576, the odd case.
+pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
+    let tt = route.tt as usize;
+    let odd = if tt <= 2 { tt } else { tt / 2 + 1 };
+    let plain = Override::default();
+    let forced = Override {
+        smem_budget: Some(16 * 1024),
+        max_grid: Some(5),
+        ks: None,
+    };
+    let mut v: Vec<Case> = Vec::new();
+    match route.prologue {
+        PrologueKind::None => {
+            v.push((tt, 17408, 5120, plain));
+            v.push((odd, 5120, 17408, plain));
+            v.push((odd, 10240, 5120, plain));
+            v.push((tt, 5120, 6144, plain));
+            if route.epilogue == Epilogue::None {
+                // Every row is checked at N <= 4096: the host reference is the cost.
+                v.push((odd, 4096, 14336, plain));
+            }
+            v.push((2 * tt + 1, 1536, 576, plain));
+            v.push((odd, 576, 1536, plain));
+            v.push((tt, 960, 576, plain));
+            v.push((odd, 576, 960, plain));
+            v.push((tt, 144, 64, plain));
+            v.push((odd, 1000, 2048, forced));
+        }
+        PrologueKind::RmsNorm(_) => {
+            v.push((tt, 17408, 5120, plain));
+            v.push((odd, 1536, 576, plain));
+            v.push((odd, 1000, 2048, forced));
+        }
+        PrologueKind::Swiglu => {
+            v.push((tt, 5120, 17408, plain));
+            v.push((odd, 576, 1536, plain));
+            v.push((odd, 1000, 2048, forced));
+        }
+    }
+    v
+}
+
+/// The old choice (ring or stream) for `t` columns: what the mma kernel replaces.
+fn without_mma(format: &'static Format, t: usize) -> ExactRoute {
+    let tt = (t.clamp(1, 8) as u32).next_power_of_two();
+    let kernel = if super::linear_exact::ring_supports(format)
+        && super::linear_exact::RING_TT.contains(&tt)
+    {
+        ExactKernel::Ring(super::linear_exact::ring_tile(format.bits, tt))
+    } else {
+        ExactKernel::Stream(super::linear_exact::stream_tile(tt))
+    };
+    ExactRoute {
+        format,
+        tt,
+        epilogue: Epilogue::None,
+        kernel,
+        prologue: PrologueKind::None,
+    }
+}
+
+/// The mma kernel against the ring/stream route it replaces and cuBLAS bf16, at T = 1, 2,
+/// 4, 8, 16, 32, 20 launches back to back per sample (as a captured decode step runs them):
+/// q4_g64 at 17408x5120, 5120x17408 and 14336->4096, q8_g32 at 17408x5120.
+pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
+    let gpu = ctx.gpu;
+    let mut records = Vec::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+    let blas = crate::gpu::Blas::new(gpu)?;
+    let q4 = crate::formats::format("q4_g64").expect("registered");
+    let q8 = crate::formats::format("q8_g32").expect("registered");
+    let plan: [(&'static Format, (usize, usize), &[usize]); 4] = [
+        (q4, (17408, 5120), &[1, 2, 4, 8, 16, 32]),
+        (q4, (5120, 17408), &[1, 2, 4, 8, 16, 32]),
+        (q4, (4096, 14336), &[1, 2, 4, 8, 16, 32]),
+        (q8, (17408, 5120), &[1, 8, 32]),
+    ];
+    for (fmt, (n, k), ts) in plan {
+        let what = format!("linear_exact_mma {} x{BATCH}", fmt.name);
+        if filter.is_some_and(|f| !what.contains(f)) {
+            continue;
+        }
+        let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(fmt, &layout, &mut rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        drop(payload);
+        let wsets = rotation_sets(gpu, n * k * 2);
+        let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
+        let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
+        let wdev: Vec<CudaSlice<u16>> = (0..wsets)
+            .map(|_| gpu.upload(&wb))
+            .collect::<Result<_, _>>()?;
+        drop(wb);
+        for &t in ts {
+            let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
+            let x = gpu.upload(&xs)?;
+            let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
+            let (xb, _) = random_bf16(t * k, 1.0, &mut rng);
+            let xb = gpu.upload(&xb)?;
+            let mut yb: CudaSlice<u16> = gpu.alloc_zeros(t * n)?;
+            let peer_us = median_batched_us(gpu, 15, |i| {
+                blas.gemm_bf16(gpu, &wdev[i % wsets], &xb, &mut yb, (t, n, k))
+            })?;
+            let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
+            let mma = ExactRoute {
+                format: fmt,
+                tt: mma_tt(t),
+                epilogue: Epilogue::None,
+                kernel: ExactKernel::Mma(mma_tile(mma_tt(t))),
+                prologue: PrologueKind::None,
+            };
+            for route in [mma, without_mma(fmt, t)] {
+                let us = median_batched_us(gpu, 15, |i| {
+                    launch(gpu, &route, &weights[i % sets], xp, None, yp, t)
+                })?;
+                let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
+                let mut rec = ctx.record(
+                    what.clone(),
+                    route.spec().entry,
+                    format!("T={t} N={n} K={k}"),
+                    us,
+                    bytes,
+                    2.0 * (t * n * k) as f64,
+                );
+                rec.peer = Some("cuBLAS bf16 (cublasGemmEx)".into());
+                rec.peer_median_us = Some(peer_us);
+                rec.speedup_vs_peer = Some(peer_us / us);
+                records.push(rec);
+            }
+        }
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mma_kernel_takes_t_from_three_on_for_4_and_8_bits() {
+        for name in ["q4_g64", "q8_g32"] {
+            let f = crate::formats::format(name).unwrap();
+            assert!(mma_supports(f));
+            for t in 1..=70 {
+                let r = ExactRoute::choose(f, t, Epilogue::Residual);
+                let mma = matches!(r.kernel, ExactKernel::Mma(_));
+                assert_eq!(mma, t >= MMA_MIN_T, "{name} T={t}");
+                if mma {
+                    assert_eq!(r.tt, mma_tt(t));
+                    assert!(r.tt as usize >= t.min(32));
+                }
+            }
+        }
+        for name in ["q6_g64", "q5_g64", "q4_1_g32", "bf16"] {
+            let f = crate::formats::format(name).unwrap();
+            assert!(!mma_supports(f), "{name}");
+            let r = ExactRoute::choose(f, 8, Epilogue::None);
+            assert!(!matches!(r.kernel, ExactKernel::Mma(_)), "{name}");
+        }
+        assert_eq!(
+            (mma_tt(5), mma_tt(8), mma_tt(9), mma_tt(17), mma_tt(33)),
+            (8, 8, 16, 32, 32)
+        );
+    }
+
+    #[test]
+    fn mma_prologues_are_instantiated_where_chosen() {
+        let specs = super::super::linear_exact::instantiations();
+        let has = |e: &str| specs.iter().any(|s| s.entry == e);
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        for t in [3, 4, 5, 8, 9, 16, 17, 32, 40] {
+            for (kind, epilogue) in PrologueKind::FUSED {
+                let r = ExactRoute::choose_with(q4, t, epilogue, kind).expect("fused pair");
+                // No prologue instantiation at the tile of 4 columns: the ring kernel.
+                assert_eq!(matches!(r.kernel, ExactKernel::Mma(_)), t > 4, "T={t}");
+                assert!(has(&r.spec().entry), "{}", r.spec().entry);
+                assert!(r.spec().programmatic);
+            }
+        }
+    }
+
+    #[test]
+    fn slabs_and_grids_fit() {
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let q8 = crate::formats::format("q8_g32").unwrap();
+        for f in [q4, q8] {
+            for tt in MMA_TT {
+                let w = mma_tile(tt).warps;
+                for k in [64usize, 576, 1536, 2048, 5120, 14336, 17408] {
+                    if !k.is_multiple_of(f.group) {
+                        continue;
+                    }
+                    let (slab, smem) = slab(f, tt, w, k, MMA_SMEM);
+                    let (per, red) = smem_parts(f, tt, w);
+                    assert!(smem <= MMA_SMEM && smem >= red && smem >= slab * per);
+                    assert!(slab >= 1 && slab <= k / f.group);
+                }
+            }
+        }
+        // T = 8, q4_g64: 3072 bytes a group; K = 5120 in two slabs of 40 groups.
+        assert_eq!(slab(q4, 8, 16, 5120, MMA_SMEM), (40, 40 * 3072));
+        for (mtiles, resident) in [(1088, 132), (320, 132), (63, 5), (9, 132), (1, 132)] {
+            let g = grid(mtiles, 16, resident);
+            assert!(
+                g >= 1 && g <= mtiles && mtiles.div_ceil(g) <= 16,
+                "{mtiles}"
+            );
+        }
+    }
+
+    /// Two instantiations (q4 T = 8 plain, q8 T = 32 SwiGLU + residual) render, wait for the
+    /// previous kernel once, and compile with NVRTC for sm_90 (skipped where NVRTC is not
+    /// loadable: `source scripts/nvrtc-env.sh`).
+    #[test]
+    fn mma_kernels_compile_with_nvrtc() {
+        if !crate::jit::nvrtc::is_available() {
+            eprintln!("NVRTC not loadable: skipped");
+            return;
+        }
+        let jit = crate::jit::Jit::new(
+            crate::jit::TemplateSet::embedded(),
+            crate::jit::DiskCache::memory_only(),
+        )
+        .unwrap();
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let q8 = crate::formats::format("q8_g32").unwrap();
+        let a = choose(q4, 8, Epilogue::None, PrologueKind::None).unwrap();
+        let b = choose(q8, 32, Epilogue::Residual, PrologueKind::Swiglu).unwrap();
+        for r in [a, b] {
+            let spec = r.spec();
+            let src = jit.render(&spec).unwrap();
+            assert!(crate::jit::calls_pdl_wait(&src), "{}", spec.entry);
+            jit.cubin(&spec, crate::jit::Arch::new(9, 0))
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.entry));
+        }
+    }
+}
