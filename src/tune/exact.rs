@@ -215,8 +215,12 @@ mod tests {
                 } else {
                     0
                 };
-                // The mma kernel (linear_mma_exact) is a candidate where it is the default.
-                let mma = matches!(default.kernel, ExactKernel::Mma(_)) as usize;
+                // The mma kernel (linear_mma_exact) is a candidate wherever it has a tile.
+                let mma = crate::ops::linear_mma_exact::routes()
+                    .iter()
+                    .filter(|r| r.format.name == name && r.tt == tt)
+                    .filter(|r| r.epilogue == Epilogue::None && r.prologue == PrologueKind::None)
+                    .count();
                 assert_eq!(c.len(), stream_tiles(tt).len() + ring + mma, "{name} t{tt}");
                 for r in &c {
                     assert_eq!((r.tt, r.epilogue), (tt, Epilogue::None));
