@@ -1428,7 +1428,7 @@ pub fn qualify_matching(
 ) -> Result<Vec<Outcome>, GpuError> {
     let (lanes, rest): (Vec<KernelSpec>, Vec<KernelSpec>) = instantiations()
         .into_iter()
-        .partition(|s| s.params.get("lanes").is_some());
+        .partition(|s| s.params.contains_key("lanes"));
     let mut outcomes = Vec::new();
     if rest.iter().any(|s| matches(&s.entry)) {
         outcomes.extend(qualify(gpu, rng)?);
@@ -2094,6 +2094,16 @@ mod tests {
                     assert!(specs.contains(&s), "{} not registered", s.entry);
                 }
             }
+        }
+        // `qualify --filter attn_decode_rope_lanes` selects the lanes cases alone.
+        for s in &specs {
+            let lanes = s.params.contains_key("lanes");
+            assert_eq!(
+                lanes,
+                s.entry.contains("attn_decode_rope_lanes"),
+                "{}",
+                s.entry
+            );
         }
     }
 
