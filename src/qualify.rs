@@ -103,7 +103,7 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
         outcomes.extend(ops::gdn::qualify(gpu, &mut rng)?);
     }
     if wanted(ops::attention::instantiations()) {
-        outcomes.extend(ops::attention::qualify(gpu, &mut rng)?);
+        outcomes.extend(ops::attention::qualify_matching(gpu, &mut rng, &matches)?);
     }
     if wanted(ops::elementwise::instantiations()) {
         outcomes.extend(ops::elementwise::qualify(gpu, &mut rng)?);

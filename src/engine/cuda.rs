@@ -112,6 +112,17 @@ fn rope_attention_apart() -> bool {
     })
 }
 
+/// Set (to anything but `0`), a lanes step runs its decode attention as one launch per lane
+/// instead of one launch for all lanes (an A/B switch for timing).
+pub const LANES_ATTENTION_APART_ENV: &str = "NINFER_LANES_ATTENTION_APART";
+
+fn lanes_attention_apart() -> bool {
+    static APART: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *APART.get_or_init(|| {
+        std::env::var(LANES_ATTENTION_APART_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
 /// Blocks of at least this many tokens go through the chunked GDN prefill (chunk 64).
 const GDN_CHUNKED_MIN_T: usize = 64;
 
@@ -665,6 +676,71 @@ impl CudaBackend {
                 scale,
             ),
         );
+    }
+
+    /// Every lane's decode row (row `i` of `q`, `k`, `v` is lane `i`'s) in one launch: RoPE,
+    /// the KV append and attention against each lane's own cache at its own position (the
+    /// position slots while a lanes step is captured, the grid planned for the largest
+    /// capacity among the lanes). The partials go to the workspace of that largest cache
+    /// (its rows serve as the lanes). `None` where the shapes do not fit the route.
+    #[allow(clippy::too_many_arguments)]
+    fn attend_rope_lanes(
+        &self,
+        caches: &mut [&mut CudaKvCache],
+        layer: usize,
+        q: &CudaAct,
+        k: &CudaAct,
+        v: &CudaAct,
+        rope: &Rope,
+    ) -> Option<CudaAct> {
+        let n = caches.len();
+        let shape = caches.first()?.shape;
+        if n > attention::MAX_LANES || caches.iter().any(|c| c.shape != shape) {
+            return None;
+        }
+        let capturing = self.capturing();
+        if capturing.is_some_and(|c| c.lanes != n) {
+            return None;
+        }
+        let dims = Self::attn_dims(shape);
+        // Room for the row first, and each lane's host position.
+        let host: Vec<usize> = caches
+            .iter_mut()
+            .map(|c| {
+                let p = c.len;
+                self.attention_pos(c, 1);
+                p
+            })
+            .collect();
+        let widest = (0..n).max_by_key(|&i| (caches[i].capacity, std::cmp::Reverse(i)))?;
+        let max_cap = caches[widest].capacity;
+        let pos = match capturing {
+            Some(c) => attention::LanePos::Device {
+                ptr: c.io + 4 * n as u64,
+                max_keys: max_cap,
+            },
+            None => attention::LanePos::Host(&host),
+        };
+        let mut route = AttnRoute::choose(self.opts.kv, dims, 1);
+        tune_attn::apply(&self.routes, &mut route, dims, 1, max_cap);
+        if capturing.is_none() {
+            let spec = |r: &AttnRoute| r.rope_lanes_spec(rope.style);
+            let load = tune_attn::preload(&self.routes, &self.gpu, &route, dims, 1, spec);
+            ok("loading the tuned attention kernels", load);
+        }
+        let table: Vec<(u64, u64)> = caches.iter().map(|c| self.kv_ptrs(c, layer)).collect();
+        let out = self.alloc(n, q.cols);
+        let (qp, kp, vp, op) = (self.ptr(q), self.ptr(k), self.ptr(v), self.ptr(&out));
+        let ws = caches[widest].ws.as_mut().expect("made by kv_reserve");
+        let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        let new = attention::NewKv { k: kp, v: vp, rope };
+        ok(
+            "rope attention lanes",
+            attention::launch_rope_attention_lanes(
+                &self.gpu, &route, ws, qp, new, &table, op, pos, dims, scale,
+            ),
+        );
+        Some(out)
     }
 
     /// Runs the lanes graph kept in `caches[0]` (checked valid for these caches) for `ids`:
@@ -1558,9 +1634,18 @@ impl Backend for CudaBackend {
             (q.rows, q.rows),
             "rope_attention_lanes: rows"
         );
-        let out = self.alloc(q.rows, q.cols);
         let fused = self.opts.fused && !rope_attention_apart();
-        // One launch per lane, each at its own position (from its slot while captured) into
+        if fused && !lanes_attention_apart() {
+            assert!(
+                caches.iter().all(|c| c.shape.head_dim == head_dim),
+                "rope_attention_lanes: head_dim"
+            );
+            if let Some(out) = self.attend_rope_lanes(caches, layer, q, k, v, rope) {
+                return out;
+            }
+        }
+        let out = self.alloc(q.rows, q.cols);
+        // The fallback: one launch per lane, each at its own position (from its slot while captured) into
         // its row of the output.
         for (i, cache) in caches.iter_mut().enumerate() {
             let shape = cache.shape;

@@ -292,6 +292,17 @@ impl AttnRoute {
         spec
     }
 
+    /// The decode kernel with RoPE and the KV append folded in, for up to [`MAX_LANES`]
+    /// separate sequences in one launch (see [`launch_rope_attention_lanes`]). Panics for a
+    /// route that is not `Decode`.
+    pub fn rope_lanes_spec(&self, style: RopeStyle) -> KernelSpec {
+        let mut spec = self.rope_spec(style).param("lanes", 1);
+        spec.entry = spec
+            .entry
+            .replacen("attn_decode_rope_", "attn_decode_rope_lanes_", 1);
+        spec
+    }
+
     /// Every kernel the route launches, in launch order.
     pub fn specs(&self) -> Vec<KernelSpec> {
         match self.kind {
@@ -383,6 +394,7 @@ pub fn instantiations() -> Vec<KernelSpec> {
         .filter(|r| matches!(r.kind, AttnKind::Decode { .. }))
     {
         specs.extend([RopeStyle::Neox, RopeStyle::Interleaved].map(|s| r.rope_spec(s)));
+        specs.extend([RopeStyle::Neox, RopeStyle::Interleaved].map(|s| r.rope_lanes_spec(s)));
     }
     specs.extend(KvType::ALL.map(append_spec));
     specs
@@ -722,6 +734,208 @@ fn launch_attention_with(
             }
         }
     }
+    Ok(())
+}
+
+/// Most lanes one [`launch_rope_attention_lanes`] serves (the template's `LANES_MAX`).
+pub const MAX_LANES: usize = 8;
+
+/// The lanes kernel's by-value table (the template's `LaneTable`): per lane, its layer's K
+/// and V cache addresses and its host position (0 where the position is on the device).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneTable {
+    pub k: [u64; MAX_LANES],
+    pub v: [u64; MAX_LANES],
+    pub pos: [i32; MAX_LANES],
+}
+
+impl LaneTable {
+    /// The table of `caches` (K, V addresses per lane) at `pos`. Panics for more than
+    /// [`MAX_LANES`] lanes, or host positions that do not match the lanes.
+    pub fn new(caches: &[(u64, u64)], pos: LanePos) -> LaneTable {
+        assert!(
+            (1..=MAX_LANES).contains(&caches.len()),
+            "attention lanes: {} lanes (1..={MAX_LANES})",
+            caches.len()
+        );
+        let mut t = LaneTable {
+            k: [0; MAX_LANES],
+            v: [0; MAX_LANES],
+            pos: [0; MAX_LANES],
+        };
+        for (i, &(k, v)) in caches.iter().enumerate() {
+            t.k[i] = k;
+            t.v[i] = v;
+        }
+        if let LanePos::Host(p) = pos {
+            assert_eq!(
+                p.len(),
+                caches.len(),
+                "attention lanes: one position per lane"
+            );
+            for (i, &x) in p.iter().enumerate() {
+                t.pos[i] = i32::try_from(x).expect("attention lanes: position fits an i32");
+            }
+        }
+        t
+    }
+}
+
+// SAFETY: pushes one pointer, to the table's first byte; `LaneTable` is `repr(C)` with the
+// template struct's layout (8 x u64, 8 x u64, 8 x i32: 160 bytes, no padding), and the
+// driver copies the parameter's size from that address.
+unsafe impl crate::gpu::KernelArg for LaneTable {
+    fn push<'a>(&'a self, launch: &mut crate::gpu::Launch<'a>) {
+        self.k[0].push(launch);
+    }
+}
+
+/// The positions of a lanes launch: one per lane on the host, or `i32 [lanes]` in device
+/// memory at `ptr` (a captured step's position slots) with `max_keys` bounding the keys
+/// any lane of any replay sees (the largest capacity among the lanes).
+#[derive(Debug, Clone, Copy)]
+pub enum LanePos<'a> {
+    Host(&'a [usize]),
+    Device { ptr: u64, max_keys: usize },
+}
+
+impl LanePos<'_> {
+    /// The most keys any lane sees: the grid is planned for it (a lane with fewer keys finds
+    /// nothing in the extra splits, which weigh zero in the combine).
+    pub fn max_keys(&self) -> usize {
+        match *self {
+            LanePos::Host(p) => p.iter().map(|&x| x + 1).max().unwrap_or(1),
+            LanePos::Device { max_keys, .. } => max_keys,
+        }
+    }
+}
+
+/// The grid of a lanes launch: (query tiles, lanes x KV heads, splits) and the split
+/// multiplier, for `lanes` lanes of `dims` with splits of `split` keys and at most
+/// `max_splits` slots.
+pub fn lanes_grid(
+    lanes: usize,
+    max_keys: usize,
+    dims: AttnDims,
+    split: usize,
+    max_splits: usize,
+) -> ((u32, u32, u32), usize) {
+    let (splits, mult) = split_plan(max_keys, split, max_splits);
+    let tiles = dims.rep().div_ceil(DECODE_NQ);
+    (
+        (
+            tiles as u32,
+            (lanes * dims.n_kv_heads) as u32,
+            splits as u32,
+        ),
+        mult,
+    )
+}
+
+/// One decode row for each of up to [`MAX_LANES`] separate sequences in one launch, RoPE and
+/// the KV append folded in: lane `i` rotates row `i` of `q` (`[lanes, n_heads * head_dim]`)
+/// and of `new.k` (`[lanes, n_kv * head_dim]`), stores its key and value at its cache
+/// `caches[i]` row `pos[i]`, and writes its attention to row `i` of `out`. Each lane's
+/// result has the bits of [`launch_rope_attention`] on that lane with a grid planned for
+/// the same keys. `ws` holds the partials of every lane (as rows: at least `lanes` rows).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_rope_attention_lanes(
+    gpu: &Gpu,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    q: u64,
+    new: NewKv,
+    caches: &[(u64, u64)],
+    out: u64,
+    pos: LanePos,
+    dims: AttnDims,
+    scale: f32,
+) -> Result<(), GpuError> {
+    dims.check();
+    let AttnKind::Decode { split } = route.kind else {
+        panic!("rope attention lanes: a decode route only")
+    };
+    let lanes = caches.len();
+    let table = LaneTable::new(caches, pos);
+    let rd = new.rope.rotary_dim;
+    assert!(
+        rd <= dims.head_dim && rd.is_multiple_of(2),
+        "rope attention lanes: bad rotary_dim {rd} for head_dim {}",
+        dims.head_dim
+    );
+    assert_eq!(route.head_dim, dims.head_dim, "attention lanes: head_dim");
+    assert_eq!(
+        ws.dims, dims,
+        "attention lanes: workspace made for other dims"
+    );
+    assert!(
+        ws.rows >= lanes,
+        "attention lanes: a workspace of {} rows for {lanes} lanes",
+        ws.rows
+    );
+    assert!(
+        [q, out, new.k, new.v].iter().all(|p| p % 16 == 0)
+            && caches.iter().all(|&(k, v)| k % 16 == 0 && v % 16 == 0),
+        "attention lanes: q, caches and out must be 16-byte aligned"
+    );
+    let max_keys = pos.max_keys();
+    assert!(
+        max_keys * dims.kv_width().max(dims.q_width()) < i32::MAX as usize * 4,
+        "attention lanes: sizes exceed the kernel's int arguments"
+    );
+    let spec = route.rope_lanes_spec(new.rope.style);
+    let f = gpu.kernel(&spec)?;
+    let smem = route.smem_bytes();
+    f.function().set_attribute(
+        cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .map_err(|e| GpuError::driver("raising the shared-memory limit", e))?;
+    let (_, threads) = route.tile();
+    let (grid, mult) = lanes_grid(lanes, max_keys, dims, split, ws.max_splits);
+    let cfg = LaunchConfig {
+        grid_dim: grid,
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: smem as u32,
+    };
+    let pos_dev = match pos {
+        LanePos::Host(_) => 0u64,
+        LanePos::Device { ptr, .. } => ptr,
+    };
+    let (acc, ml) = (dptr(gpu, &ws.acc), dptr(gpu, &ws.ml));
+    let counters = dptr(gpu, &ws.counters);
+    let (null, one, zero) = (0u64, 1i32, 0i32);
+    let (n_heads, n_kv) = (dims.n_heads as i32, dims.n_kv_heads as i32);
+    let (ms_i, mult_i) = (ws.max_splits as i32, mult as i32);
+    let scale_log2 = scale * std::f32::consts::LOG2_E;
+    let rd_i = rd as i32;
+    let mut b = gpu.launch(&f);
+    b.arg(&q)
+        .arg(&null)
+        .arg(&null)
+        .arg(&acc)
+        .arg(&ml)
+        .arg(&one)
+        .arg(&zero)
+        .arg(&pos_dev)
+        .arg(&n_heads)
+        .arg(&n_kv)
+        .arg(&ms_i)
+        .arg(&mult_i)
+        .arg(&scale_log2)
+        .arg(&out)
+        .arg(&counters)
+        .arg(&new.k)
+        .arg(&new.v)
+        .arg(&rd_i)
+        .arg(&new.rope.theta)
+        .arg(&table);
+    // SAFETY: matches the template (lanes mode); lane i's partial slots are workspace rows
+    // i < lanes <= ws.rows (splits <= max_splits), counters cover lanes x n_kv x tiles <=
+    // rows x n_heads pairs, each lane reads and writes its own cache (rows <= its position)
+    // and its rows of q, k, v and out.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
     Ok(())
 }
 
@@ -1204,6 +1418,227 @@ fn qualify_rope_attention(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>,
     Ok(outcomes)
 }
 
+/// The family's qualification for `ninfer qualify`, run by parts that a filter wants: the
+/// whole family (as [`qualify`]) where any of its other kernels match, the lanes kernel's
+/// cases ([`qualify_rope_attention_lanes`]) where one of its instantiations matches.
+pub fn qualify_matching(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    matches: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Outcome>, GpuError> {
+    let (lanes, rest): (Vec<KernelSpec>, Vec<KernelSpec>) = instantiations()
+        .into_iter()
+        .partition(|s| s.params.contains_key("lanes"));
+    let mut outcomes = Vec::new();
+    if rest.iter().any(|s| matches(&s.entry)) {
+        outcomes.extend(qualify(gpu, rng)?);
+    }
+    if lanes.iter().any(|s| matches(&s.entry)) {
+        outcomes.extend(qualify_rope_attention_lanes(gpu, rng)?);
+    }
+    Ok(outcomes)
+}
+
+/// Positions of the lanes qualify cases (a lane at 0, lanes far apart, 1 to 8 lanes).
+const LANES_CASES: [&[usize]; 5] = [
+    &[0],
+    &[531, 0],
+    &[17, 4095, 1],
+    &[0, 63, 64, 65, 2000],
+    &[0, 17, 531, 1000, 4095, 3, 64, 2000],
+];
+
+/// [`launch_rope_attention_lanes`] on 1 to 8 lanes, each a separate cache of its own
+/// capacity (rows from its position on poisoned with NaN), output and workspace poisoned,
+/// with fresh random inputs, positions on the host and on the device (the grid planned for a
+/// long context, as a captured lanes step plans it): every lane's output and caches bit for
+/// bit against [`launch_rope_attention`] on that lane alone (same plan), and every lane's
+/// output against the f64 oracle (RoPE and attention in f64 over the caches it wrote).
+pub fn qualify_rope_attention_lanes(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+) -> Result<Vec<Outcome>, GpuError> {
+    const MAX_CTX: usize = 8192;
+    let mut outcomes = Vec::new();
+    // (dims, rotary_dim, theta): head sizes 64 and 256, GQA ratios 3 and 6.
+    let cases = [(SMOLLM2, 64, 100_000.0), (QWEN36_27B, 64, 10_000_000.0)];
+    for (ci, &(dims, rotary_dim, theta)) in cases.iter().enumerate() {
+        for kv in KvType::ALL {
+            for (li, &positions) in LANES_CASES.iter().enumerate() {
+                let style = if (ci + li) % 2 == 0 {
+                    RopeStyle::Neox
+                } else {
+                    RopeStyle::Interleaved
+                };
+                let rope = Rope {
+                    style,
+                    theta,
+                    rotary_dim,
+                };
+                let n = positions.len();
+                let (kvw, qw) = (dims.kv_width(), dims.q_width());
+                let route = AttnRoute::choose(kv, dims, 1);
+                let q = normals(rng, n * qw, 2.0);
+                let (k, v) = (normals(rng, n * kvw, 1.0), normals(rng, n * kvw, 1.0));
+                // Lane i's caches: its history, then NaN from its row on (capacities differ).
+                let caches: Vec<[Vec<f32>; 2]> = positions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| {
+                        [0, 1].map(|_| {
+                            let mut c: Vec<f32> = normals(rng, p * kvw, 1.0)
+                                .into_iter()
+                                .map(|x| kv.round(x))
+                                .collect();
+                            c.extend(std::iter::repeat_n(f32::NAN, (1 + 37 * i) * kvw));
+                            c
+                        })
+                    })
+                    .collect();
+                let (dk, dv) = (gpu.upload(&k)?, gpu.upload(&v)?);
+                let pos_i32: Vec<i32> = positions.iter().map(|&p| p as i32).collect();
+                let pos_buf = gpu.upload(&pos_i32)?;
+                let scale = 1.0 / (dims.head_dim as f32).sqrt();
+                let entry = route.rope_lanes_spec(style).entry;
+                for device in [false, true] {
+                    let lane_pos = if device {
+                        LanePos::Device {
+                            ptr: dptr(gpu, &pos_buf),
+                            max_keys: MAX_CTX,
+                        }
+                    } else {
+                        LanePos::Host(positions)
+                    };
+                    let max_keys = lane_pos.max_keys();
+                    // (every lane's output row, K caches, V caches) of one path.
+                    let run = |lanes: bool| -> Result<Vec<[Vec<f32>; 3]>, GpuError> {
+                        let dq = gpu.upload(&q)?;
+                        let bufs: Vec<[AnyBuffer; 2]> = caches
+                            .iter()
+                            .map(|[kc, vc]| -> Result<_, GpuError> {
+                                Ok([
+                                    AnyBuffer::upload(gpu, kv.dtype(), kc)?,
+                                    AnyBuffer::upload(gpu, kv.dtype(), vc)?,
+                                ])
+                            })
+                            .collect::<Result<_, _>>()?;
+                        let ptrs: Vec<(u64, u64)> = bufs
+                            .iter()
+                            .map(|[a, b]| (a.device_ptr(gpu), b.device_ptr(gpu)))
+                            .collect();
+                        let out = gpu.upload(&vec![f32::NAN; n * qw])?;
+                        let mut ws = AttnWorkspace::new(gpu, dims, DECODE_MAX_T, MAX_CTX)?;
+                        poison_workspace(gpu, &mut ws)?;
+                        let new = |row: usize| NewKv {
+                            k: dptr(gpu, &dk) + (row * kvw * 4) as u64,
+                            v: dptr(gpu, &dv) + (row * kvw * 4) as u64,
+                            rope: &rope,
+                        };
+                        if lanes {
+                            launch_rope_attention_lanes(
+                                gpu,
+                                &route,
+                                &mut ws,
+                                dptr(gpu, &dq),
+                                new(0),
+                                &ptrs,
+                                dptr(gpu, &out),
+                                lane_pos,
+                                dims,
+                                scale,
+                            )?;
+                        } else {
+                            // One lane at a time, its grid planned for the same keys.
+                            for (i, &(kc, vc)) in ptrs.iter().enumerate() {
+                                let pos = Pos::Device {
+                                    ptr: dptr(gpu, &pos_buf) + 4 * i as u64,
+                                    max_keys,
+                                };
+                                launch_rope_attention(
+                                    gpu,
+                                    &route,
+                                    &mut ws,
+                                    dptr(gpu, &dq) + (i * qw * 4) as u64,
+                                    new(i),
+                                    kc,
+                                    vc,
+                                    dptr(gpu, &out) + (i * qw * 4) as u64,
+                                    pos,
+                                    dims,
+                                    scale,
+                                )?;
+                            }
+                        }
+                        gpu.synchronize()?;
+                        let o = gpu.download(&out)?;
+                        bufs.iter()
+                            .enumerate()
+                            .map(|(i, [a, b])| {
+                                Ok([
+                                    o[i * qw..][..qw].to_vec(),
+                                    a.download(gpu)?,
+                                    b.download(gpu)?,
+                                ])
+                            })
+                            .collect()
+                    };
+                    let apart = run(false)?;
+                    let together = run(true)?;
+                    let same = apart
+                        .iter()
+                        .zip(&together)
+                        .all(|(a, b)| (0..3).all(|j| same_bits(&a[j], &b[j])));
+                    let note = if device { " (device positions)" } else { "" };
+                    let shape =
+                        format!("{} {} lanes at {positions:?}", dims.describe(), kv.short());
+                    outcomes.push(Outcome {
+                        route: format!("{entry} (= per-lane rope decode, bits){note}"),
+                        shape: shape.clone(),
+                        rel_l2: if same { 0.0 } else { f64::INFINITY },
+                        allowance: 0.0,
+                        pass: same,
+                    });
+                    for (i, &p) in positions.iter().enumerate() {
+                        let [o, kc, vc] = &together[i];
+                        let keys = (p + 1) * kvw;
+                        let qr = crate::ops::rope::reference(
+                            &q[i * qw..][..qw],
+                            dims.n_heads,
+                            dims.head_dim,
+                            p,
+                            &rope,
+                        );
+                        let want = reference(
+                            &qr,
+                            &to_f64(&kc[..keys]),
+                            &to_f64(&vc[..keys]),
+                            1,
+                            p,
+                            dims,
+                            scale as f64,
+                        );
+                        // Rows past the lane's own must still hold the poison.
+                        let untouched = kc[keys..].iter().chain(&vc[keys..]).all(|x| x.is_nan());
+                        let mut o = Outcome::compare(
+                            format!("{entry}{note}"),
+                            format!("{shape}, lane {i}"),
+                            o,
+                            &want,
+                            ALLOW_F32,
+                        );
+                        if !untouched {
+                            o.pass = false;
+                            o.shape.push_str(" (wrote past its row)");
+                        }
+                        outcomes.push(o);
+                    }
+                }
+            }
+        }
+    }
+    Ok(outcomes)
+}
+
 /// [`launch_kv_append`] against host conversion, bit for bit, rows outside the block
 /// untouched.
 fn qualify_append(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
@@ -1589,6 +2024,87 @@ mod tests {
         }
         assert_eq!(split_plan(4096, 64, 256), (64, 1));
         assert_eq!(split_plan(4096, 64, 8), (8, 8));
+    }
+
+    #[test]
+    fn lane_table_holds_each_lanes_caches_and_host_position() {
+        let caches = [(0x1000, 0x2000), (0x3000, 0x4000), (0x5000, 0x6000)];
+        let t = LaneTable::new(&caches, LanePos::Host(&[7, 0, 4095]));
+        assert_eq!(&t.k[..3], &[0x1000, 0x3000, 0x5000]);
+        assert_eq!(&t.v[..3], &[0x2000, 0x4000, 0x6000]);
+        assert_eq!(&t.pos[..3], &[7, 0, 4095]);
+        assert!(t.k[3..].iter().chain(&t.v[3..]).all(|&p| p == 0));
+        // Device positions: the host parts are zero (the kernel adds pos_dev[lane]).
+        let d = LaneTable::new(
+            &caches,
+            LanePos::Device {
+                ptr: 64,
+                max_keys: 512,
+            },
+        );
+        assert_eq!(d.pos, [0; MAX_LANES]);
+        // The template's struct: 8 + 8 pointers and 8 ints, no padding.
+        assert_eq!(std::mem::size_of::<LaneTable>(), 160);
+        let too_many = vec![(16u64, 32u64); MAX_LANES + 1];
+        let r = std::panic::catch_unwind(|| LaneTable::new(&too_many, LanePos::Host(&[0; 9])));
+        assert!(r.is_err());
+        let r = std::panic::catch_unwind(|| LaneTable::new(&caches, LanePos::Host(&[0, 1])));
+        assert!(r.is_err(), "a position per lane");
+    }
+
+    #[test]
+    fn lanes_grid_plans_for_the_lane_with_the_most_keys() {
+        // Host positions: the grid covers the longest lane (4096 keys); lanes x KV heads in y.
+        let pos = LanePos::Host(&[0, 4095, 17]);
+        assert_eq!(pos.max_keys(), 4096);
+        let (grid, mult) = lanes_grid(3, pos.max_keys(), SMOLLM2, 64, 256);
+        assert_eq!(grid, (1, 9, 64));
+        assert_eq!(mult, 1);
+        // The same plan as the per-lane launch of the longest lane.
+        assert_eq!((grid.2 as usize, mult), split_plan(4096, 64, 256));
+        // A captured step plans for the largest capacity; rep 6 over 8 vectors is one tile.
+        let dev = LanePos::Device {
+            ptr: 0,
+            max_keys: 8192,
+        };
+        let (grid, mult) = lanes_grid(8, dev.max_keys(), QWEN36_27B, 64, 8);
+        assert_eq!(grid, (1, 32, 8));
+        assert_eq!(mult, 16);
+        // rep 8 needs one tile, rep 16 two; counters (y * x) stay within lanes x n_heads.
+        for dims in QUALIFY_DIMS {
+            let (g, _) = lanes_grid(MAX_LANES, 1, dims, 64, 1);
+            assert!((g.0 * g.1) as usize <= MAX_LANES * dims.n_heads, "{dims:?}");
+        }
+    }
+
+    #[test]
+    fn lanes_specs_are_registered_and_named_apart() {
+        let specs = instantiations();
+        for kv in KvType::ALL {
+            for dims in QUALIFY_DIMS {
+                let r = AttnRoute::choose(kv, dims, 1);
+                for style in [RopeStyle::Neox, RopeStyle::Interleaved] {
+                    let s = r.rope_lanes_spec(style);
+                    assert!(
+                        s.entry.starts_with("attn_decode_rope_lanes_"),
+                        "{}",
+                        s.entry
+                    );
+                    assert_ne!(s.entry, r.rope_spec(style).entry);
+                    assert!(specs.contains(&s), "{} not registered", s.entry);
+                }
+            }
+        }
+        // `qualify --filter attn_decode_rope_lanes` selects the lanes cases alone.
+        for s in &specs {
+            let lanes = s.params.contains_key("lanes");
+            assert_eq!(
+                lanes,
+                s.entry.contains("attn_decode_rope_lanes"),
+                "{}",
+                s.entry
+            );
+        }
     }
 
     /// `cargo test --release --lib ops::attention::tests::gpu_bench -- --ignored --nocapture`

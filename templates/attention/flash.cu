@@ -23,7 +23,15 @@
   stores both to the cache. The arithmetic is rope/rope.cu's and the cache's rounding, so
   the result has the bits of the rope + append launch followed by the plain decode route.
 
-  Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split, rope.
+  lanes (rope, split mode only): one launch serves up to LANES_MAX separate sequences, each
+  one decode row against its own cache. blockIdx.y = lane * n_kv + KV head; the lane's cache
+  pointers and host position come from the by-value table `tab`, its device position (if
+  pos_dev is set) from pos_dev[lane]; q, k_new, v_new and final_out are [lanes, ...] with the
+  lane's row at row `lane`, and the workspace holds the lane's partials as row `lane` (the
+  per-lane kernel's bits, as long as the split grid is planned alike).
+
+  Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split, rope,
+  lanes (optional).
   Pointers must be 16-byte aligned (float4 / 4 x bf16 loads).
 
   Tensor cores would go in the two inner products below (Q K^T over the tile and P V):
@@ -43,6 +51,15 @@
 #define QS (HD + 4)           // padded row stride of the Q and K tiles: conflict-free float4 reads
 #define PS (KT + 1)           // padded row stride of the probabilities
 #define NEG_INF __uint_as_float(0xff800000u)
+{%- if lanes is defined and lanes %}
+#define LANES_MAX 8
+// Per lane: its layer's cache buffers and its host position (the host's ops::attention::LaneTable).
+struct LaneTable {
+    {{ kv_type }}* k[LANES_MAX];
+    {{ kv_type }}* v[LANES_MAX];
+    int pos[LANES_MAX];
+};
+{%- endif %}
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *(const float4*)p; }
 __device__ __forceinline__ float4 ld4(const bf16_t* p) {
@@ -112,9 +129,32 @@ extern "C" __global__ void __launch_bounds__(NT)
                   const float* __restrict__ k_new,  // [1, n_kv * HD]: the step's key, unrotated
                   const float* __restrict__ v_new,  // [1, n_kv * HD]
                   int rotary_dim, double theta
+{%- endif %}
+{%- if lanes is defined and lanes %},
+                  LaneTable tab
 {%- endif %})
 {
+{%- if lanes is defined and lanes %}
+    // This block's lane: its cache, position, rows and workspace slots.
+    const int lane = blockIdx.y / n_kv;
+    kc = tab.k[lane];
+    vc = tab.v[lane];
+    pos0 = tab.pos[lane] + (pos_dev ? pos_dev[lane] : 0);
+    {
+        const long long qd_l = (long long)n_heads * HD, kvw_l = (long long)n_kv * HD;
+        const long long slots = (long long)n_heads * max_splits;
+        q += lane * qd_l;
+        final_out += lane * qd_l;
+        k_new += lane * kvw_l;
+        v_new += lane * kvw_l;
+        out += lane * slots * HD;
+        ml += lane * slots * 2;
+    }
+    const int g = blockIdx.y % n_kv;
+{%- else %}
     if (pos_dev) pos0 += *pos_dev;
+    const int g = blockIdx.y;
+{%- endif %}
     extern __shared__ float4 smem4[];
     float* qs = (float*)smem4;     // [NQ][QS]
     float* ks = qs + NQ * QS;      // [KT][QS]
@@ -122,7 +162,6 @@ extern "C" __global__ void __launch_bounds__(NT)
     float* ps = vs + KT * HD;      // [NQ][PS]
 
     const int rep = n_heads / n_kv;
-    const int g = blockIdx.y;
     const int nv = t * rep;
     // The last tiles hold the latest rows, which see the most keys: start them first.
     const int v0 = (gridDim.x - 1 - blockIdx.x) * NQ;
