@@ -78,6 +78,7 @@ mod tests {
                 "linear/gemv_stream.cu",
                 "linear/gemv_ring.cu",
                 "linear/gemv_mma.cu",
+                "linear/gemv_mma_split.cu",
             ]
             .contains(&spec.template)
             {
