@@ -10,6 +10,8 @@ G=.gpu/mma2
 B=/tmp/mma2-ninfer
 xz -d -c $G/ninfer.xz > $B && chmod +x $B
 REV="$(cat $G/REV)"
+# Template-only changes ride with the same binary: the templates carried beside it.
+[ -d $G/templates ] && export NINFER_TEMPLATES="$PWD/$G/templates"
 export NINFER_CACHE_DIR=/tmp/ninfer-cache-mma2
 mkdir -p $NINFER_CACHE_DIR && tar xzf $G/cache.tgz -C $NINFER_CACHE_DIR
 { echo "revision: $REV"; echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)";
