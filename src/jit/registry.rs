@@ -78,7 +78,6 @@ mod tests {
                 "linear/gemv_stream.cu",
                 "linear/gemv_ring.cu",
                 "linear/gemv_mma.cu",
-                "linear/gemv_mma_split.cu",
             ]
             .contains(&spec.template)
             {

@@ -573,9 +573,7 @@ fn stream_routes() -> Vec<ExactRoute> {
 }
 
 pub fn instantiations() -> Vec<KernelSpec> {
-    let mut v: Vec<KernelSpec> = all_routes().iter().map(ExactRoute::spec).collect();
-    v.extend(super::linear_mma_exact::split_specs());
-    v
+    all_routes().iter().map(ExactRoute::spec).collect()
 }
 
 /// Whether `w` can run on this route family: 16-byte aligned activation rows, and for
@@ -951,33 +949,15 @@ fn launch_inner(
         block_dim: (route.threads(), 1, 1),
         shared_mem_bytes: smem as u32,
     };
-    // The mma kernel reads the activations as split fragments, written per launch by its
-    // pre-pass into a buffer from the stream-ordered pool (as activations are: a captured
-    // step keeps it as a graph allocation), reused by every launch of the host tiling.
-    let frag = match route.kernel {
-        ExactKernel::Mma(_) => {
-            let bytes = super::linear_mma_exact::frag_bytes(route.tt, k);
-            // SAFETY: every fragment the kernel reads is written by the pre-pass first.
-            let buf = unsafe { gpu.stream().alloc::<u8>(bytes) }
-                .map_err(|e| GpuError::driver("allocating the mma fragments", e))?;
-            Some(buf)
-        }
-        _ => None,
-    };
-    let fp = frag.as_ref().map(|f| dptr(gpu, f));
     let step = route.tt as usize;
     let mut col = 0;
     while col < t {
         let cols = step.min(t - col) as i32;
-        let (mut xc, rc, yc) = (
+        let (xc, rc, yc) = (
             x + (col * x_row * 4) as u64,
             r0 + (col * n * 4) as u64,
             y + (col * n * 4) as u64,
         );
-        if let Some(fp) = fp {
-            super::linear_mma_exact::launch_split(gpu, route, xc, (pw, eps), fp, cols as usize, k)?;
-            xc = fp;
-        }
         let mut b = gpu.launch(&kernel);
         b.arg(&q)
             .arg(&s)
@@ -995,8 +975,8 @@ fn launch_inner(
             b.arg(&slab).arg(&pw).arg(&eps);
         }
         // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
-        // (gemv_mma.cu the same, x being the fragments its pre-pass wrote for these
-        // columns, frag_bytes(tt, K), its shared memory from linear_mma_exact::geometry),
+        // (gemv_mma.cu the same, its groups per slab and shared memory from
+        // linear_mma_exact::geometry, whole groups checked by `supports`),
         // norm weight and eps arguments (its shared memory sized by stream_slab_within and
         // granted above past 48 KB), and of gemv_ring.cu (the same, `slab` read as its
         // K-slices, shared memory sized and granted by ring_geometry, K a multiple of 1024
@@ -1006,7 +986,6 @@ fn launch_inner(
             .map_err(|e| GpuError::driver(format!("launching {}", entry.entry), e))?;
         col += step;
     }
-    drop(frag);
     Ok(())
 }
 

@@ -23,8 +23,7 @@ use super::linear_exact::{
 use super::weight::{random_bf16, random_payload, DeviceWeight};
 use crate::bench::{rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
-use crate::jit::KernelSpec;
+use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError};
 
 /// The mma kernel's split: `warps` per block, `unroll` groups of weights per warp loaded
 /// into registers before any is used.
@@ -44,6 +43,10 @@ pub const MMA_PROLOGUE_TT: [u32; 3] = [8, 16, 32];
 /// 45.7 vs 101.6, 4096x14336 32.4 vs 44.6; T = 3 runs the same T = 4 launch), not at T = 2
 /// on 17408x5120 (30.5 vs 22.7 us): bench/kernels/v7/run2.
 pub const MMA_MIN_T: usize = 3;
+/// Shared memory a block may take for its staged activations: most of the SM's, as its
+/// registers allow one block per SM anyway (16 warps at up to 128 registers; at T = 32, 8
+/// warps at ~170: NVRTC 13.0, sm_90, no spills).
+const MMA_SMEM: usize = 200 * 1024;
 
 /// Whether the mma kernel takes this format: 4- or 8-bit symmetric integers with f16
 /// scales and 32-byte groups (q4_g64, q8_g32: the kernel loads two groups of a row per
@@ -141,80 +144,25 @@ fn n_tiles(tt: u32) -> usize {
     (3 * tt as usize).div_ceil(8)
 }
 
-/// Shared bytes of the final reduction (the kernel's only shared memory).
-fn smem_bytes(tt: u32, warps: u32) -> usize {
-    warps as usize * 16 * (8 * n_tiles(tt) + 1) * 4
-}
-
-/// Bytes of the pre-pass's fragments for one launch of `tt` columns at K = `k`: three bf16
-/// parts of every column of every n-tile (the last n-tile's padding columns included).
-pub(super) fn frag_bytes(tt: u32, k: usize) -> usize {
-    n_tiles(tt) * 8 * k * 2
-}
-
-/// The pre-pass (`linear/gemv_mma_split.cu`) of an mma route: the prologue and the
-/// three-way split, once per launch, into the fragments the GEMV loads.
-pub fn split_spec(route: &ExactRoute) -> KernelSpec {
-    let pro = match route.prologue {
-        PrologueKind::None => String::new(),
-        k => format!("_{}", k.param()),
-    };
-    KernelSpec::new(
-        "linear_exact",
-        "linear/gemv_mma_split.cu",
-        format!(
-            "linear_exact_mma_split_{}_t{}{pro}",
-            route.format.name, route.tt
-        ),
+/// Shared bytes of one staged group (every n-tile's fragments) and of the final reduction.
+fn smem_parts(format: &Format, tt: u32, warps: u32) -> (usize, usize) {
+    let nt = n_tiles(tt);
+    (
+        nt * format.group * 16,
+        warps as usize * 16 * (8 * nt + 1) * 4,
     )
-    .param("format", &route.format.name)
-    .param("tt", route.tt)
-    .param("prologue", route.prologue.param())
-    .programmatic()
 }
 
-/// Every pre-pass instantiation (one per format, column tile and prologue of [`routes`]).
-pub fn split_specs() -> Vec<KernelSpec> {
-    let mut v: Vec<KernelSpec> = Vec::new();
-    for r in routes() {
-        let spec = split_spec(&r);
-        if !v.iter().any(|s| s.entry == spec.entry) {
-            v.push(spec);
-        }
-    }
-    v
+/// Groups per slab and the shared bytes for K = `k` under `budget`: even slabs, as few as
+/// fit.
+fn slab(format: &Format, tt: u32, warps: u32, k: usize, budget: usize) -> (usize, usize) {
+    let (per_group, red) = smem_parts(format, tt, warps);
+    let groups = (k / format.group).max(1);
+    let max = (budget / per_group).max(1);
+    let slabs = groups.div_ceil(max);
+    let slab = groups.div_ceil(slabs);
+    (slab, (slab * per_group).max(red))
 }
-
-/// Queues the pre-pass: `cols` rows of `x` (`[cols, K]`, `[cols, 2K]` for SwiGLU) through
-/// the route's prologue into the fragments at `frag` ([`frag_bytes`] bytes).
-pub(super) fn launch_split(
-    gpu: &Gpu,
-    route: &ExactRoute,
-    x: u64,
-    (pw, eps): (u64, f32),
-    frag: u64,
-    cols: usize,
-    k: usize,
-) -> Result<(), GpuError> {
-    let spec = split_spec(route);
-    let kernel = gpu.kernel(&spec)?;
-    let units = k / route.format.group * 4;
-    let cfg = LaunchConfig {
-        grid_dim: (units.div_ceil(SPLIT_BLOCK) as u32, cols as u32, 1),
-        block_dim: (SPLIT_BLOCK as u32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (ti, ki) = (cols as i32, k as i32);
-    let mut b = gpu.launch(&kernel);
-    b.arg(&x).arg(&pw).arg(&eps).arg(&frag).arg(&ti).arg(&ki);
-    // SAFETY: matches gemv_mma_split.cu's signature; the caller sizes x to `cols` rows (2K
-    // each for SwiGLU), the norm weight to K and frag to frag_bytes(tt, k); units past
-    // the groups return.
-    unsafe { b.launch(cfg) }.map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))
-}
-
-/// Threads of a pre-pass block (the template's BLOCK).
-const SPLIT_BLOCK: usize = 256;
 
 /// The grid for M m-tiles: about as many blocks as fit at once, at most one m-tile per warp
 /// of a block (so that every m-tile is one warp's stream), at most M.
@@ -251,8 +199,9 @@ pub(super) fn geometry(
     {
         return Ok(hit);
     }
-    let slab = k / route.format.group;
-    let smem = smem_bytes(route.tt, tile.warps);
+    let optin = gpu.props().smem_per_block_optin as usize;
+    let budget = over.smem_budget.unwrap_or(MMA_SMEM);
+    let (slab, smem) = slab(route.format, route.tt, tile.warps, k, budget.min(optin));
     // The opt-in only grows (a cached geometry of another shape must stay launchable).
     static GRANTED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
     {
@@ -288,8 +237,8 @@ pub(super) fn geometry(
 /// 5120x17408, 5120->10240, 6144->5120 and 14336->4096 (epilogue none) at T = the tile
 /// and at an odd T inside it; SmolLM2's 576 -> 1536, 1536 -> 576 and 576 -> 960 (and back), with T past the
 /// tile (host tiling, a partial last launch); N = 144 with K = 64 (one group, a partial
-/// m-tile); N = 1000 with K = 2048 on a grid of 5 blocks (many m-tiles a block, fewer
-/// slices). RMSNorm: 17408x5120, SmolLM2's 576 -> 1536, the odd case;
+/// m-tile); N = 1000 with K = 2048 in slabs of 16 KB (several) on a grid of 5 blocks (many
+/// m-tiles a block, fewer slices). RMSNorm: 17408x5120, SmolLM2's 576 -> 1536, the odd case;
 /// SwiGLU (with the residual): 5120x17408, 1536 -> 576, the odd case.
 pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
     let tt = route.tt as usize;
@@ -475,13 +424,25 @@ mod tests {
     }
 
     #[test]
-    fn fragments_and_grids_fit() {
-        // T = 8: 3 n-tiles of 8 columns, 2 bytes each: 245760 bytes at K = 5120.
-        assert_eq!(frag_bytes(8, 5120), 3 * 8 * 5120 * 2);
-        assert_eq!(frag_bytes(1, 64), 8 * 64 * 2);
-        // The reduction: 16 warps x 16 rows x 25 floats at T = 8; 8 warps at T = 32.
-        assert_eq!(smem_bytes(8, 16), 16 * 16 * 25 * 4);
-        assert!(smem_bytes(32, mma_tile(32).warps) <= 64 * 1024);
+    fn slabs_and_grids_fit() {
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let q8 = crate::formats::format("q8_g32").unwrap();
+        for f in [q4, q8] {
+            for tt in MMA_TT {
+                let w = mma_tile(tt).warps;
+                for k in [64usize, 576, 1536, 2048, 5120, 14336, 17408] {
+                    if !k.is_multiple_of(f.group) {
+                        continue;
+                    }
+                    let (slab, smem) = slab(f, tt, w, k, MMA_SMEM);
+                    let (per, red) = smem_parts(f, tt, w);
+                    assert!(smem <= MMA_SMEM && smem >= red && smem >= slab * per);
+                    assert!(slab >= 1 && slab <= k / f.group);
+                }
+            }
+        }
+        // T = 8, q4_g64: 3072 bytes a group; K = 5120 in two slabs of 40 groups.
+        assert_eq!(slab(q4, 8, 16, 5120, MMA_SMEM), (40, 40 * 3072));
         for (mtiles, resident) in [(1088, 132), (320, 132), (63, 5), (9, 132), (1, 132)] {
             let g = grid(mtiles, 16, resident);
             assert!(
@@ -489,13 +450,10 @@ mod tests {
                 "{mtiles}"
             );
         }
-        // One pre-pass per format, column tile and prologue.
-        let specs = split_specs();
-        assert_eq!(specs.len(), 2 * (6 + 3 * 3));
     }
 
-    /// Two instantiations (q4 T = 8 plain, q8 T = 32 SwiGLU + residual) and their pre-passes
-    /// render, wait for the previous kernel once, and compile with NVRTC for sm_90 (skipped where NVRTC is not
+    /// Two instantiations (q4 T = 8 plain, q8 T = 32 SwiGLU + residual) render, wait for the
+    /// previous kernel once, and compile with NVRTC for sm_90 (skipped where NVRTC is not
     /// loadable: `source scripts/nvrtc-env.sh`).
     #[test]
     fn mma_kernels_compile_with_nvrtc() {
@@ -512,7 +470,8 @@ mod tests {
         let q8 = crate::formats::format("q8_g32").unwrap();
         let a = choose(q4, 8, Epilogue::None, PrologueKind::None).unwrap();
         let b = choose(q8, 32, Epilogue::Residual, PrologueKind::Swiglu).unwrap();
-        for spec in [a.spec(), b.spec(), split_spec(&a), split_spec(&b)] {
+        for r in [a, b] {
+            let spec = r.spec();
             let src = jit.render(&spec).unwrap();
             assert!(crate::jit::calls_pdl_wait(&src), "{}", spec.entry);
             jit.cubin(&spec, crate::jit::Arch::new(9, 0))

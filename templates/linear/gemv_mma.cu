@@ -31,27 +31,26 @@
   branch (a group past the slice loads nothing and has scale 0), so their mma chains
   interleave.
 
-  Activations. The split fragments come from the pre-pass linear/gemv_mma_split.cu (run
-  once per launch, the prologue applied there: rmsnorm, rmsnorm1p, swiglu), in global
-  memory in the B-fragment order (per group, n-tile, 16-byte piece: the 32 lanes' pieces
-  contiguous); each warp loads its own slice's fragments (L2, and L1 for the warps of a
-  block that share a slice), so there is no shared slab and no block barrier but the
-  final reduction's.
+  Activations. The split fragments of `slab` groups (all columns) are staged per block in
+  shared memory in the B-fragment order (per group, n-tile, 16-byte piece: the 32 lanes'
+  pieces contiguous, conflict-free 16-byte reads), with the prologue applied (rmsnorm,
+  rmsnorm1p, swiglu as gemv_ring.cu). K takes ceil(groups / slab) slabs, a block barrier
+  around each. Each warp's first buffer of weights of a slab is loaded before the slab is
+  staged, so the staging overlaps its DRAM latency.
 
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a thread only
   computes its m-tile and slice and loads its first weights and scales (uploaded once,
-  written by no kernel). Every thread then waits once (for the pre-pass), straight-line
-  (no return anywhere in the kernel), before the first read of the fragments or the
-  residual and any store.
+  written by no kernel). Every thread then waits once, straight-line (no return anywhere
+  in the kernel), before the first read of x, pw or the residual and any store.
 
   Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, epilogue
   ("none" | "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" |
-  "swiglu": applied by the pre-pass; here only a name). Arguments as gemv_ring.cu's, x
-  being the pre-pass's fragments (uint4) and slab, pw, eps unused. Dynamic shared memory:
-  warps * 16 * (8 * NT + 1) * 4 bytes (the reduction).
+  "swiglu"). Arguments after K: slab (groups per slab), pw, eps. Dynamic shared memory:
+  max(slab * FMT_GROUP * NT * 16, warps * 16 * (8 * NT + 1) * 4) bytes.
 #}
 {%- set prologue = prologue | default(value="none") %}
 {% include "common/types.cuh" %}
+{% include "common/reduce.cuh" %}
 {% include "common/pdl.cuh" %}
 {{ format_code }}
 
@@ -74,6 +73,16 @@
 #if UNROLL != 4
 #error "gemv_mma's register buffers hold 4 groups (unroll = 8)"
 #endif
+{%- if prologue == "rmsnorm" or prologue == "rmsnorm1p" %}
+#define PRO_RMS 1
+{%- else %}
+#define PRO_RMS 0
+{%- endif %}
+{%- if prologue == "swiglu" %}
+#define PRO_SWIGLU 1
+{%- else %}
+#define PRO_SWIGLU 0
+{%- endif %}
 
 // c = A * B with a zero accumulator (the first k16 step of a group).
 __device__ __forceinline__ void mma_zero_c(float* c, const u32* a, const u32* b) {
@@ -93,17 +102,34 @@ __device__ __forceinline__ void mma_acc_c(float* c, const u32* a, const u32* b) 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// Splits the pair (a, b) into three bf16x2 whose sums are exactly a and b.
+__device__ __forceinline__ void split3(float a, float b, u32* hi, u32* mid, u32* lo) {
+    const u32 h = pack_bf16x2(a, b);
+    const float ra = a - __uint_as_float(h << 16);
+    const float rb = b - __uint_as_float(h & 0xffff0000u);
+    const u32 m = pack_bf16x2(ra, rb);
+    const float la = ra - __uint_as_float(m << 16);
+    const float lb = rb - __uint_as_float(m & 0xffff0000u);
+    *hi = h;
+    *mid = m;
+    *lo = pack_bf16x2(la, lb);  // exact: at most 8 significant bits remain
+}
+
 extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
                   const u8* __restrict__ q2, const u8* __restrict__ s2,
                   long long q_row_bytes, long long s_row_bytes,
-                  const uint4* __restrict__ xf,
+                  const float* __restrict__ x,
                   const float* residual,
                   float* y,
                   int T, int N, int K, int slab,
                   const float* __restrict__ pw, float eps)
 {
     extern __shared__ uint4 smem4[];
+#if PRO_RMS
+    __shared__ float red_rms[WARPS * TT];
+    __shared__ float inv_rms[TT];
+#endif
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int g = lane >> 2;
@@ -121,8 +147,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const bool two = mbn > WARPS / 2 && mbn < WARPS;
     const int npass = two ? 2 : 1;
 
-    // This warp's m-tile and K-slice [gb, ge) in the pass (set by setup).
-    int pm0 = 0, ks = 1, slice = 0, stream = 0, gb = 0, ge = 0;
+    // This warp's m-tile and K-slice in the pass (set by setup).
+    int pm0 = 0, ks = 1, slice = 0, stream = 0;
     bool active = false;
     const u8 *qa = q, *qb = q, *sa = s, *sb = s;
     auto setup = [&](int pass) {
@@ -132,8 +158,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         stream = warp / ks;
         slice = warp - stream * ks;
         active = stream < pmn;
-        gb = slice * groups / ks;
-        ge = (slice + 1) * groups / ks;
         const int row0 = (pm0 + stream) * 16;
         const int ra = max(min(row0 + g, N - 1), 0);
         const int rb = max(min(row0 + g + 8, N - 1), 0);
@@ -148,65 +172,75 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     // reads bytes [16t, 16t + 16) of two consecutive groups (a row's 64 bytes per quad,
     // four 16-byte pieces per row and load), and one swap with lane t ^ 2 leaves each lane
     // 8 bytes of each group: lane t holds the group's bytes [8 perm(t), +8), perm = 0, 2,
-    // 1, 3 (the pre-pass writes the activations in the same order). Lane t also loads the
-    // scales of group t of the buffer (rows g and g + 8); the quad shares them by shuffle.
-    // A group past the slice has scale 0 (and a pair past it loads nothing).
+    // 1, 3 (the activations are staged in the same order). Lane t also loads the scales of
+    // group t of the buffer (rows g and g + 8); the quad shares them by shuffle. A group
+    // past the slice has scale 0 (and a pair past it loads nothing).
     uint4 rawA[UNROLL / 2][2], rawB[UNROLL / 2][2];
     float scA[2], scB[2];
-    auto load = [&](uint4 (&raw)[UNROLL / 2][2], float (&sc)[2], int b0) {
+    auto load = [&](uint4 (&raw)[UNROLL / 2][2], float (&sc)[2], int gb, int ge) {
 #pragma unroll
         for (int p = 0; p < UNROLL / 2; ++p) {
-            if (active && b0 + 2 * p < ge) {
-                const long long off = (long long)(b0 + 2 * p) * 32 + 16 * t;
+            if (active && gb + 2 * p < ge) {
+                const long long off = (long long)(gb + 2 * p) * 32 + 16 * t;
                 raw[p][0] = __ldg((const uint4*)(qa + off));
                 raw[p][1] = __ldg((const uint4*)(qb + off));
             } else {
                 raw[p][0] = raw[p][1] = make_uint4(0u, 0u, 0u, 0u);
             }
         }
-        if (active && b0 + t < ge) {
-            sc[0] = fmt_group_scale(sa, b0 + t);
-            sc[1] = fmt_group_scale(sb, b0 + t);
+        if (active && gb + t < ge) {
+            sc[0] = fmt_group_scale(sa, gb + t);
+            sc[1] = fmt_group_scale(sb, gb + t);
         } else {
             sc[0] = sc[1] = 0.0f;
         }
     };
-
-    // Brings a buffer's fragments into L1 (one 128-byte line per 8 lanes) ahead of use, so
-    // that compute's loads of them hit L1 instead of waiting for L2 in the mma chain (run 1
-    // of v8: without it T = 1 took 37.9 us on 17408x5120, v7's shared slab 29.3). Only
-    // after the wait: the pre-pass writes them.
-    auto prefetch_x = [&](int b0) {
-        if (active && (lane & 7) == 0) {
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (b0 + u < ge) {
-                    const uint4* xg = xf + (long long)(b0 + u) * NT * XQ * 32 + lane;
-#pragma unroll
-                    for (int j = 0; j < NT; ++j)
-                        if (8 * j < 3 * T)
-#pragma unroll
-                            for (int h = 0; h < XQ; ++h)
-                                asm volatile("prefetch.global.L1 [%0];" :: "l"(xg + (j * XQ + h) * 32));
-                }
-            }
-        }
+    // This warp's slice of the slab [s0, s0 + sg).
+    auto slice_of = [&](int s0, int& gb, int& ge) {
+        const int sg = min(slab, groups - s0);
+        gb = s0 + slice * sg / ks;
+        ge = s0 + (slice + 1) * sg / ks;
     };
 
+    int gb, ge;
     setup(0);
-    load(rawA, scA, gb);
+    slice_of(0, gb, ge);
+    load(rawA, scA, gb, ge);
 
-    // The pre-pass wrote the fragments (and the kernels before it the residual); nothing
-    // above read or wrote global memory but the weights. Every thread, once, on the only
-    // path.
+    // The kernel before this one wrote x (and the residual); nothing above read or wrote
+    // global memory but the weights. Every thread, once, on the only path.
     NINFER_PDL_WAIT();
     NINFER_PDL_TRIGGER();
-    prefetch_x(gb);
+
+    const long long x_stride = PRO_SWIGLU ? 2LL * K : (long long)K;
+#if PRO_RMS
+    {
+        const int k4 = K / 4;
+        for (int tk = 0; tk < TT; ++tk) {
+            float ss = 0.0f;
+            if (tk < T) {
+                for (int i = threadIdx.x; i < k4; i += BLOCK) {
+                    const float4 v = __ldg((const float4*)(x + (long long)tk * x_stride) + i);
+                    ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+                }
+            }
+            ss = warp_sum(ss);
+            if (lane == 0) red_rms[warp * TT + tk] = ss;
+        }
+        __syncthreads();
+        if (threadIdx.x < TT) {
+            float tot = 0.0f;
+            for (int w = 0; w < WARPS; ++w) tot += red_rms[w * TT + threadIdx.x];
+            inv_rms[threadIdx.x] = rsqrtf(tot / (float)K + eps);
+        }
+        __syncthreads();
+    }
+#endif
 
     float acc[NT][4];
-    // Multiplies UNROLL groups from b0 into acc: every group's mma chains are
-    // independent, so the compiler interleaves them.
-    auto compute = [&](const uint4 (&raw)[UNROLL / 2][2], const float (&scl)[2], int b0) {
+    // Multiplies UNROLL groups from b0 (staged slab from s0) into acc: every group's mma
+    // chains are independent, so the compiler interleaves them.
+    auto compute = [&](const uint4 (&raw)[UNROLL / 2][2], const float (&scl)[2], int b0, int ge, int s0) {
         // The swap: lanes t < 2 keep their first 8 bytes (first group) and send the rest,
         // lanes t >= 2 keep their last 8 (second group); wq = (first group's 2 words,
         // second group's 2 words).
@@ -232,15 +266,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             }
             const float sau = __shfl_sync(0xffffffffu, scl[0], (lane & ~3) | u);
             const float sbu = __shfl_sync(0xffffffffu, scl[1], (lane & ~3) | u);
-            const int gx = min(b0 + u, ge - 1);  // a written group: finite fragments
-            const uint4* xg = xf + (long long)gx * NT * XQ * 32 + lane;
+            const int gx = min(b0 + u, ge - 1);  // a staged group: finite fragments
+            const uint4* xg = smem4 + (gx - s0) * NT * XQ * 32 + lane;
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 if (8 * j < 3 * T) {  // n-tiles past the last token's columns: skipped
                     u32 xb[PAIRS];
 #pragma unroll
                     for (int h = 0; h < XQ; ++h) {
-                        const uint4 w4 = __ldg(xg + (j * XQ + h) * 32);
+                        const uint4 w4 = xg[(j * XQ + h) * 32];
                         xb[4 * h] = w4.x; xb[4 * h + 1] = w4.y; xb[4 * h + 2] = w4.z; xb[4 * h + 3] = w4.w;
                     }
                     float c[4];
@@ -263,29 +297,98 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     for (int pass = 0; pass < npass; ++pass) {
         if (pass > 0) {
             setup(pass);
-            load(rawA, scA, gb);
-            prefetch_x(gb);
+            slice_of(0, gb, ge);
+            load(rawA, scA, gb, ge);
         }
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
 
-        // Stream this warp's slice, two buffers of UNROLL groups: load one while the
-        // other is multiplied.
-        if (active) {
-            for (int b0 = gb; b0 < ge; b0 += 2 * UNROLL) {
-                load(rawB, scB, b0 + UNROLL);
-                prefetch_x(b0 + UNROLL);
-                compute(rawA, scA, b0);
-                load(rawA, scA, b0 + 2 * UNROLL);
-                prefetch_x(b0 + 2 * UNROLL);
-                if (b0 + UNROLL < ge) compute(rawB, scB, b0 + UNROLL);
+        for (int s0 = 0; s0 < groups; s0 += slab) {
+            const int sg = min(slab, groups - s0);
+            if (s0 > 0) {
+                slice_of(s0, gb, ge);
+                load(rawA, scA, gb, ge);  // the registers are free: this warp's last compute is done
+            }
+            __syncthreads();  // every warp is done reading the previous slab (or the sums)
+
+            // Stage: unit (group, token, lane quarter tq) writes the three split fragments
+            // of that token's FMT_LANE_N activations for the lanes (column % 8) * 4 + tq.
+            const int units = sg * T * 4;
+            for (int u = threadIdx.x; u < units; u += BLOCK) {
+                const int tq = u & 3;
+                const int tk = (u >> 2) % T;
+                const int gl = (u >> 2) / T;
+                const long long k0 = (long long)(s0 + gl) * FMT_GROUP + (((tq & 1) << 1) | (tq >> 1)) * FMT_LANE_N;
+                const float* xp = x + (long long)tk * x_stride + k0;
+                float v[FMT_LANE_N];
+#pragma unroll
+                for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+                    const float4 a = __ldg((const float4*)xp + i);
+                    v[4 * i] = a.x; v[4 * i + 1] = a.y; v[4 * i + 2] = a.z; v[4 * i + 3] = a.w;
+                }
+#if PRO_RMS
+                {
+                    const float ir = inv_rms[tk];
+#pragma unroll
+                    for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+                        const float4 w4 = __ldg((const float4*)(pw + k0) + i);
+                        const float wv[4] = { w4.x, w4.y, w4.z, w4.w };
+#pragma unroll
+                        for (int m = 0; m < 4; ++m) {
+{%- if prologue == "rmsnorm1p" %}
+                            const float scale = 1.0f + wv[m];
+{%- else %}
+                            const float scale = wv[m];
+{%- endif %}
+                            v[4 * i + m] = v[4 * i + m] * ir * scale;
+                        }
+                    }
+                }
+#elif PRO_SWIGLU
+#pragma unroll
+                for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+                    const float4 a = __ldg((const float4*)(xp + K) + i);
+                    const float up[4] = { a.x, a.y, a.z, a.w };
+#pragma unroll
+                    for (int m = 0; m < 4; ++m) {
+                        const float gv = v[4 * i + m];
+                        const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv)));
+                        v[4 * i + m] = __fmul_rn(silu, up[m]);
+                    }
+                }
+#endif
+                u32 fr[3][PAIRS];
+#pragma unroll
+                for (int i = 0; i < PAIRS; ++i)
+                    split3(v[fmt_pair_lo(i)], v[fmt_pair_hi(i)], &fr[0][i], &fr[1][i], &fr[2][i]);
+#pragma unroll
+                for (int p = 0; p < 3; ++p) {
+                    const int c = 3 * tk + p;
+                    uint4* d = smem4 + ((gl * NT + (c >> 3)) * XQ) * 32 + (c & 7) * 4 + tq;
+#pragma unroll
+                    for (int h = 0; h < XQ; ++h)
+                        d[h * 32] = make_uint4(fr[p][4 * h], fr[p][4 * h + 1], fr[p][4 * h + 2], fr[p][4 * h + 3]);
+                }
+            }
+            __syncthreads();
+
+            // Stream this warp's slice, two buffers of UNROLL groups: load one while the
+            // other is multiplied.
+            if (active) {
+                for (int b0 = gb; b0 < ge; b0 += 2 * UNROLL) {
+                    load(rawB, scB, b0 + UNROLL, ge);
+                    compute(rawA, scA, b0, ge, s0);
+                    load(rawA, scA, b0 + 2 * UNROLL, ge);
+                    if (b0 + UNROLL < ge) compute(rawB, scB, b0 + UNROLL, ge, s0);
+                }
             }
         }
 
-        // The warps' sums meet in shared memory: accumulator e of n-tile j is row g (+8 for
-        // e >= 2), column 8j + 2t + (e & 1). The barrier: the previous pass's sums are read.
+        // The warps' sums meet in shared memory (the staging buffer, once every warp is
+        // done with it): accumulator e of n-tile j is row g (+8 for e >= 2), column
+        // 8j + 2t + (e & 1).
         __syncthreads();
         float* red = (float*)smem4;
 #pragma unroll
