@@ -1,0 +1,212 @@
+//! Timing the candidates of the `linear_a16` route family on the device, as `linear_exact`'s
+//! are ([`super::measure`]): each tile is first qualified at the key's shape and the bucket's
+//! T (and a partial tile below it) against the f64 host reference with poisoned outputs and
+//! fresh random inputs (`ops::linear::check`, the bf16 allowance); one that fails counts as
+//! infinitely slow. The others are captured as a CUDA graph of launches back to back, each on
+//! the next of rotating copies of a random weight that together exceed twice the L2, and
+//! replayed in interleaved rounds ([`time_graphs`]).
+
+use rand::SeedableRng;
+
+use crate::formats::{Format, Layout};
+use crate::gpu::{Gpu, GpuError, Graph};
+use crate::ops::linear::{self, LinearArgs, LinearRoute};
+use crate::ops::weight::{random_bf16, random_payload, DeviceWeight};
+
+use super::a16;
+use super::measure::{
+    fill_times, rotation_sets, time_graphs, CandidateTiming, KeyResult, TimedGraph, TuneOptions,
+};
+
+/// The fewest launches in one timing graph: a prefill launch is long (tens of microseconds
+/// to milliseconds), so fewer than the GEMV's 32 keep a replay well above the events'
+/// resolution.
+const MIN_GRAPH_LAUNCHES: usize = 8;
+
+/// One weight shape of one format, at the prefill buckets asked for.
+#[derive(Debug, Clone)]
+pub struct A16Job {
+    pub format: &'static Format,
+    pub n: usize,
+    pub k: usize,
+    pub buckets: Vec<u32>,
+}
+
+impl A16Job {
+    /// Candidate timings this job makes (for the progress bar).
+    pub fn cells(&self) -> usize {
+        self.buckets.len() * a16::candidates(self.format).len()
+    }
+
+    pub fn keys(&self) -> Vec<String> {
+        self.buckets
+            .iter()
+            .map(|&b| a16::key(self.format, b, self.n, self.k).to_string())
+            .collect()
+    }
+}
+
+/// Qualifies and times every candidate of `job` at each of its buckets, at T = the bucket.
+/// `progress(key, tile)` is called after each candidate.
+pub fn tune_a16(
+    gpu: &Gpu,
+    job: &A16Job,
+    opts: &TuneOptions,
+    mut progress: impl FnMut(&str, &str),
+) -> Result<Vec<KeyResult>, GpuError> {
+    let (format, n, k) = (job.format, job.n, job.k);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(
+        opts.seed ^ 0xa16 ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (k as u64) << 32,
+    );
+    let layout = Layout::new(format, n, k).map_err(|e| GpuError::Driver {
+        what: format!("laying out a [{n}, {k}] {} weight", format.name),
+        err: e.to_string(),
+    })?;
+    let payload = random_payload(format, &layout, &mut rng);
+    let sets = rotation_sets(gpu.props().l2_bytes, layout.total_bytes);
+    let weights: Vec<DeviceWeight> = (0..sets)
+        .map(|_| DeviceWeight::upload(gpu, format, layout, &payload))
+        .collect::<Result<_, _>>()?;
+    let routes = a16::candidates(format);
+    let mut out = Vec::new();
+    for &b in &job.buckets {
+        let key = a16::key(format, b, n, k).to_string();
+        let t = b as usize;
+        let (xb, _) = random_bf16(t * k, 1.0, &mut rng);
+        let x = gpu.upload(&xb)?;
+        let mut y = gpu.alloc_zeros::<u16>(t * n)?;
+        let mut timings = Vec::with_capacity(routes.len());
+        let mut graphs = Vec::with_capacity(routes.len());
+        for route in &routes {
+            let mut c = CandidateTiming {
+                entry: route.spec().entry,
+                split: a16::short(route),
+                median_us: None,
+                spread: None,
+                rel_l2: None,
+                failure: None,
+            };
+            let graph = match qualify(gpu, route, (t, n, k), &mut rng, &mut c) {
+                true => capture(gpu, route, &weights, &x, &mut y, t, &mut c),
+                false => None,
+            };
+            progress(&key, &c.split);
+            timings.push(c);
+            graphs.push(graph);
+        }
+        fill_times(&mut timings, &time_graphs(gpu, &graphs, opts)?);
+        let mut r = KeyResult {
+            family: a16::FAMILY,
+            key,
+            format: format.name.clone(),
+            tt: b,
+            n,
+            k,
+            default: 0,
+            winner: 0,
+            margin: opts.margin,
+            noise: 0.0,
+            candidates: timings,
+        };
+        r.decide(opts.margin);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The checks of one candidate: at T = `t`, and at a T that leaves the last tile partial
+/// (`t / 2 + 1`, for the smaller buckets, where the host reference is quick). Records the
+/// worst error, or why it failed; returns whether it passed.
+fn qualify(
+    gpu: &Gpu,
+    route: &LinearRoute,
+    (t, n, k): (usize, usize, usize),
+    rng: &mut impl rand::Rng,
+    c: &mut CandidateTiming,
+) -> bool {
+    let mut checks = vec![t];
+    if t <= 256 {
+        checks.push(t / 2 + 1);
+    }
+    let mut worst = 0.0f64;
+    for ct in checks {
+        match linear::check(gpu, route, (ct, n, k), rng) {
+            Ok(o) => {
+                worst = worst.max(o.rel_l2);
+                if !o.pass {
+                    c.rel_l2 = Some(worst);
+                    c.failure = Some(format!(
+                        "failed qualification at {}: rel L2 {:.2e} > {:.0e}",
+                        o.shape, o.rel_l2, o.allowance
+                    ));
+                    return false;
+                }
+            }
+            Err(e) => {
+                c.failure = Some(format!("could not run: {e}"));
+                return false;
+            }
+        }
+    }
+    c.rel_l2 = Some(worst);
+    true
+}
+
+/// A candidate's timing graph at T = `t`: a launch on each weight copy in turn, at least
+/// [`MIN_GRAPH_LAUNCHES`].
+fn capture(
+    gpu: &Gpu,
+    route: &LinearRoute,
+    weights: &[DeviceWeight],
+    x: &cudarc::driver::CudaSlice<u16>,
+    y: &mut cudarc::driver::CudaSlice<u16>,
+    t: usize,
+    c: &mut CandidateTiming,
+) -> Option<TimedGraph> {
+    let sets = weights.len();
+    let launches = sets.max(MIN_GRAPH_LAUNCHES);
+    let graph = Graph::capture(gpu, || {
+        for i in 0..launches {
+            let args = LinearArgs {
+                w: &weights[i % sets],
+                w_up: None,
+                x,
+                residual: None,
+                t,
+            };
+            linear::launch(gpu, route, &args, y)?;
+        }
+        Ok(())
+    });
+    match graph {
+        Ok(graph) => Some(TimedGraph { graph, launches }),
+        Err(e) => {
+            c.failure = Some(format!("could not be captured: {e}"));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_count_their_candidates_and_keys() {
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let job = A16Job {
+            format: q4,
+            n: 576,
+            k: 1536,
+            buckets: vec![64, 4096],
+        };
+        assert_eq!(job.cells(), 2 * a16::candidates(q4).len());
+        assert_eq!(
+            job.keys(),
+            [
+                "linear_a16/q4_g64/t64/n576/k1536",
+                "linear_a16/q4_g64/t4096/n576/k1536"
+            ]
+        );
+    }
+}
