@@ -497,9 +497,8 @@ fn decode_rows(w: &DeviceWeight, payload: &[u8], rows: &[usize]) -> Vec<Vec<f32>
 }
 
 /// Runs one route at one shape on fresh random inputs and checks sampled output rows (and
-/// that every output was written) against the f64 reference (also the `linear_a16` tuner's
-/// qualification).
-pub fn check(
+/// that every output was written) against the f64 reference.
+fn check(
     gpu: &Gpu,
     route: &LinearRoute,
     (t, n, k): (usize, usize, usize),

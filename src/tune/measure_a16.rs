@@ -1,17 +1,18 @@
 //! Timing the candidates of the `linear_a16` route family on the device, as `linear_exact`'s
 //! are ([`super::measure`]): each tile is first qualified at the key's shape and the bucket's
 //! T (and a partial tile below it) against the f64 host reference with poisoned outputs and
-//! fresh random inputs (`ops::linear::check`, the bf16 allowance); one that fails counts as
+//! fresh random inputs (as `ops::linear`'s qualification, the bf16 allowance); one that fails counts as
 //! infinitely slow. The others are captured as a CUDA graph of launches back to back, each on
 //! the next of rotating copies of a random weight that together exceed twice the L2, and
 //! replayed in interleaved rounds ([`time_graphs`]).
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
 use crate::formats::{Format, Layout};
 use crate::gpu::{Gpu, GpuError, Graph};
-use crate::ops::linear::{self, LinearArgs, LinearRoute};
+use crate::ops::linear::{self, reference_rows, Epilogue, LinearArgs, LinearRoute};
 use crate::ops::weight::{random_bf16, random_payload, DeviceWeight};
+use crate::qualify::{Outcome, ALLOW_BF16};
 
 use super::a16;
 use super::measure::{
@@ -86,7 +87,7 @@ pub fn tune_a16(
                 rel_l2: None,
                 failure: None,
             };
-            let graph = match qualify(gpu, route, (t, n, k), &mut rng, &mut c) {
+            let graph = match qualify(gpu, route, (&weights[0], &payload), t, &mut rng, &mut c) {
                 true => capture(gpu, route, &weights, &x, &mut y, t, &mut c),
                 false => None,
             };
@@ -120,8 +121,9 @@ pub fn tune_a16(
 fn qualify(
     gpu: &Gpu,
     route: &LinearRoute,
-    (t, n, k): (usize, usize, usize),
-    rng: &mut impl rand::Rng,
+    (w, payload): (&DeviceWeight, &[u8]),
+    t: usize,
+    rng: &mut impl Rng,
     c: &mut CandidateTiming,
 ) -> bool {
     let mut checks = vec![t];
@@ -130,7 +132,7 @@ fn qualify(
     }
     let mut worst = 0.0f64;
     for ct in checks {
-        match linear::check(gpu, route, (ct, n, k), rng) {
+        match check(gpu, route, w, payload, ct, rng) {
             Ok(o) => {
                 worst = worst.max(o.rel_l2);
                 if !o.pass {
@@ -185,6 +187,78 @@ fn capture(
             None
         }
     }
+}
+
+/// Runs `route` (plain epilogue) on `w` for `t` columns with fresh random bf16 inputs and a
+/// poisoned (bf16 NaN) output, and compares sampled rows, all columns, with the f64
+/// reference within the bf16 allowance, as `ops::linear`'s qualification does (an unwritten
+/// output anywhere fails). The weight is the timed one, so that a large weight is not made
+/// again per check; fewer rows are sampled at large T, where the host reference is slow.
+fn check(
+    gpu: &Gpu,
+    route: &LinearRoute,
+    w: &DeviceWeight,
+    payload: &[u8],
+    t: usize,
+    rng: &mut impl Rng,
+) -> Result<Outcome, GpuError> {
+    debug_assert_eq!(route.epilogue, Epilogue::None);
+    let (n, k) = (w.layout.n, w.layout.k);
+    let (xb, xv) = random_bf16(t * k, 1.0, rng);
+    let x = gpu.upload(&xb)?;
+    let mut y = gpu.upload(&vec![0x7fc0u16; t * n])?; // bf16 NaN
+    let args = LinearArgs {
+        w,
+        w_up: None,
+        x: &x,
+        residual: None,
+        t,
+    };
+    linear::launch(gpu, route, &args, &mut y)?;
+    gpu.synchronize()?;
+    let all = gpu.download(&y)?;
+    let sampled = if t <= 256 { 62 } else { 14 };
+    let mut rows: Vec<usize> = if n <= 64 {
+        (0..n).collect()
+    } else {
+        (0..sampled).map(|_| rng.random_range(0..n)).collect()
+    };
+    if n > 64 {
+        rows.extend([0, n - 1]);
+    }
+    let w_rows: Vec<Vec<f32>> = rows
+        .iter()
+        .map(|&r| {
+            let mut out = vec![0f32; k];
+            crate::formats::decode_row(w.format, &w.layout, payload, r, &mut out);
+            out
+        })
+        .collect();
+    let want = reference_rows(
+        &xv,
+        (t, k),
+        &w_rows,
+        None,
+        Epilogue::None,
+        |_, _| 0.0,
+        &rows,
+    );
+    let mut got: Vec<f32> = Vec::with_capacity(want.len());
+    for ti in 0..t {
+        for &r in &rows {
+            got.push(half::bf16::from_bits(all[ti * n + r]).to_f32());
+        }
+    }
+    if all.iter().any(|&b| !half::bf16::from_bits(b).is_finite()) {
+        got[0] = f32::NAN; // an unwritten (poisoned) output anywhere fails the check
+    }
+    Ok(Outcome::compare(
+        route.spec().entry,
+        format!("T={t} N={n} K={k}"),
+        &got,
+        &want,
+        ALLOW_BF16,
+    ))
 }
 
 #[cfg(test)]
