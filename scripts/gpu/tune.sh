@@ -21,7 +21,7 @@
 # context decode. A16=1 (opt-in) then tunes the linear_a16 family (the bf16-activation
 # prefill tile, at the buckets of A16_TOKENS, default 64,256,1024,4096) for the same models
 # into a copy of run 1's profile (a16.toml, merged; a16.txt, a16.jsonl), under its own
-# timeout (A16_TIMEOUT, default 240 s), after everything else, so that a failure there
+# timeout (A16_TIMEOUT, default 360 s), after everything else, so that a failure there
 # cannot lose the other families' profile.
 set -uo pipefail
 source scripts/gpu/context.sh
@@ -111,7 +111,7 @@ if [ "${A16:-0}" = 1 ]; then
               --prefill-tokens "${A16_TOKENS:-64,256,1024,4096}"
               --reps "$REPS" --rounds "$ROUNDS" --out "$OUT/a16.toml" --json "$OUT/a16.jsonl")
     echo "\$ ninfer tune ${a16_args[*]}" > "$OUT/a16.txt"
-    timeout "${A16_TIMEOUT:-240}" "$B" tune "${a16_args[@]}" >> "$OUT/a16.txt" 2>&1 || rc=1
+    timeout "${A16_TIMEOUT:-360}" "$B" tune "${a16_args[@]}" >> "$OUT/a16.txt" 2>&1 || rc=1
     phase "tune linear_a16" "$start"
 fi
 phase "whole job" "$job_start"

@@ -20,9 +20,23 @@ use super::measure::{
 };
 
 /// The fewest launches in one timing graph: a prefill launch is long (tens of microseconds
-/// to milliseconds), so fewer than the GEMV's 32 keep a replay well above the events'
-/// resolution.
-const MIN_GRAPH_LAUNCHES: usize = 8;
+/// to tens of milliseconds), so fewer than the GEMV's 32 keep a replay well above the
+/// events' resolution ...
+const MIN_GRAPH_LAUNCHES: usize = 2;
+
+/// ... as long as the graph does at least this much work (flops; about 40 us at the
+/// kernel's 100 TFLOP/s of bench/kernels). The tuning time of the family is about its
+/// keys' flops times the launches per graph, so this keeps a run over the synthetic models'
+/// 132 keys near a minute of timing.
+const MIN_GRAPH_FLOP: f64 = 4e9;
+
+/// Launches in the timing graph of a `t`-column launch on an `[n, k]` weight rotated over
+/// `sets` copies.
+pub fn graph_launches(sets: usize, (t, n, k): (usize, usize, usize)) -> usize {
+    let flop = 2.0 * (t * n * k) as f64;
+    let by_work = (MIN_GRAPH_FLOP / flop.max(1.0)).ceil() as usize;
+    sets.max(MIN_GRAPH_LAUNCHES).max(by_work)
+}
 
 /// One weight shape of one format, at the prefill buckets asked for.
 #[derive(Debug, Clone)]
@@ -154,8 +168,8 @@ fn qualify(
     true
 }
 
-/// A candidate's timing graph at T = `t`: a launch on each weight copy in turn, at least
-/// [`MIN_GRAPH_LAUNCHES`].
+/// A candidate's timing graph at T = `t`: a launch on each weight copy in turn, as many as
+/// [`graph_launches`] says.
 fn capture(
     gpu: &Gpu,
     route: &LinearRoute,
@@ -166,7 +180,7 @@ fn capture(
     c: &mut CandidateTiming,
 ) -> Option<TimedGraph> {
     let sets = weights.len();
-    let launches = sets.max(MIN_GRAPH_LAUNCHES);
+    let launches = graph_launches(sets, (t, weights[0].layout.n, weights[0].layout.k));
     let graph = Graph::capture(gpu, || {
         for i in 0..launches {
             let args = LinearArgs {
@@ -264,6 +278,18 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn graphs_cover_the_rotation_and_enough_work() {
+        // A big weight at large T: the floor of launches.
+        assert_eq!(graph_launches(1, (4096, 17408, 5120)), MIN_GRAPH_LAUNCHES);
+        // Every copy of the rotation once.
+        assert_eq!(graph_launches(3, (4096, 17408, 5120)), 3);
+        // A small launch: enough of them for the work floor.
+        let n = graph_launches(1, (64, 576, 576));
+        assert!(n as f64 * 2.0 * (64.0 * 576.0 * 576.0) >= MIN_GRAPH_FLOP);
+        assert!((n - 1) as f64 * 2.0 * (64.0 * 576.0 * 576.0) < MIN_GRAPH_FLOP);
+    }
 
     #[test]
     fn jobs_count_their_candidates_and_keys() {
