@@ -70,7 +70,7 @@ pub fn format_of(key: &ShapeKey) -> Option<&'static Format> {
 /// Whether the family has anything to tune at `[n, k]`: the tensor-core kernel needs
 /// K % 64 == 0 (every registered format has its tiles).
 pub fn tunable(n: usize, k: usize) -> bool {
-    n > 0 && k > 0 && k % 64 == 0
+    n > 0 && k > 0 && k.is_multiple_of(64)
 }
 
 /// The candidate routes for `format` (plain epilogue): every tile of [`MMA_TILES`], the
