@@ -225,6 +225,77 @@ fn dry_run_lists_the_keys_of_a_model() {
 }
 
 #[test]
+fn dry_run_lists_linear_a16_keys_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ninfer_in(
+        dir.path(),
+        &[],
+        &[
+            "tune",
+            "--synthetic",
+            "smollm2-135m",
+            "--family",
+            "linear_a16",
+            "--prefill-tokens",
+            "40,64,3000",
+            "--dry-run",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for key in [
+        "linear_a16/q4_g64/t64/n960/k576",
+        "linear_a16/q4_g64/t4096/n960/k576",
+        "linear_a16/q4_g64/t4096/n576/k1536",
+    ] {
+        assert!(stdout.contains(key), "{key} in\n{stdout}");
+    }
+    assert!(
+        !stdout.contains("/t256/") && !stdout.contains("linear_exact/"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("attn_split/"), "{stdout}");
+    // The heuristics' tile is listed as the default.
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("linear_a16/q4_g64/t64/n960/k576"))
+        .unwrap();
+    assert!(line.ends_with("64x128_w2x4"), "{line}");
+    assert!(
+        stderr.contains("linear shapes for linear_a16 in q4_g64"),
+        "{stderr}"
+    );
+
+    // Opt-in: not in the default families.
+    let out = ninfer_in(
+        dir.path(),
+        &[],
+        &["tune", "--synthetic", "smollm2-135m", "--dry-run"],
+    );
+    let (stdout, _) = text(&out);
+    assert!(out.status.success());
+    assert!(!stdout.contains("linear_a16/"), "{stdout}");
+
+    let out = ninfer_in(
+        dir.path(),
+        &[],
+        &[
+            "tune",
+            "--synthetic",
+            "smollm2-135m",
+            "--family",
+            "linear_a16",
+            "--prefill-tokens",
+            "32",
+            "--dry-run",
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--prefill-tokens 32"), "{stderr}");
+}
+
+#[test]
 fn dry_run_lists_gdn_keys_of_a_gdn_model_only() {
     let dir = tempfile::tempdir().unwrap();
     let out = ninfer_in(

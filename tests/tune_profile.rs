@@ -333,7 +333,7 @@ fn round_trip_with_gdn_keys() {
 /// families it holds is up to the run that made it.
 #[test]
 fn the_committed_profile_loads_and_its_keys_are_known() {
-    use ninfer::tune::{attn, exact, family_of, gdn};
+    use ninfer::tune::{a16, attn, exact, family_of, gdn};
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning/nvidia-h200.toml");
     let p = Profile::load(&path).unwrap();
     assert!(!p.routes.is_empty());
@@ -345,6 +345,7 @@ fn the_committed_profile_loads_and_its_keys_are_known() {
             f if f == exact::FAMILY => {
                 exact::format_of(&key).is_some() && exact::TILES.contains(&key.t_bucket)
             }
+            f if f == a16::FAMILY => a16::format_of(&key).is_some(),
             f if f == gdn::FAMILY => gdn::parse(&key).is_some(),
             f if f == attn::FAMILY => attn::parse(&key).is_some(),
             _ => false,

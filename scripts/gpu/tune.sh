@@ -18,7 +18,11 @@
 # decode.txt/.jsonl, decode-summary.txt, phases.txt. Knobs: REPS (replays per round,
 # default 10), ROUNDS (default 3), CONTEXTS (default 512,4096), E2E_ROUNDS (default 2),
 # MODELS (default qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m), E2E_LONG=0 skips the 3.5k
-# context decode.
+# context decode. A16=1 (opt-in) then tunes the linear_a16 family (the bf16-activation
+# prefill tile, at the buckets of A16_TOKENS, default 64,256,1024,4096) for the same models
+# into a copy of run 1's profile (a16.toml, merged; a16.txt, a16.jsonl), under its own
+# timeout (A16_TIMEOUT, default 360 s), after everything else, so that a failure there
+# cannot lose the other families' profile.
 set -uo pipefail
 source scripts/gpu/context.sh
 B="${B:-.gpu/ninfer}"
@@ -100,6 +104,16 @@ if [ "${E2E_27B:-0}" = 1 ]; then
     phase "e2e 27B" "$start"
 fi
 rm -f "$OUT/decode-one.txt" "$OUT/decode-one.jsonl"
+if [ "${A16:-0}" = 1 ]; then
+    start=$SECONDS
+    cp "$OUT/run1.toml" "$OUT/a16.toml" 2>/dev/null
+    a16_args=(--synthetic "$MODELS" --weights q4_g64 --family linear_a16
+              --prefill-tokens "${A16_TOKENS:-64,256,1024,4096}"
+              --reps "$REPS" --rounds "$ROUNDS" --out "$OUT/a16.toml" --json "$OUT/a16.jsonl")
+    echo "\$ ninfer tune ${a16_args[*]}" > "$OUT/a16.txt"
+    timeout "${A16_TIMEOUT:-360}" "$B" tune "${a16_args[@]}" >> "$OUT/a16.txt" 2>&1 || rc=1
+    phase "tune linear_a16" "$start"
+fi
 phase "whole job" "$job_start"
 
 grep -h -E '^(noise per key|[0-9]+ keys tuned)' "$OUT/tune1.txt" "$OUT/tune2.txt"
@@ -107,4 +121,7 @@ grep -h '^not timed' "$OUT/tune1.txt" "$OUT/tune2.txt" | head -20
 grep -v -E '^(key|linear_exact|gdn_step|attn_split)' "$OUT/compare.txt"
 grep -E 'DIFFER|^attn_split|^gdn_step' "$OUT/compare.txt"
 cat "$OUT/check.txt" "$OUT/decode-summary.txt" "$OUT/phases.txt"
+if [ "${A16:-0}" = 1 ]; then
+    grep -E '^(key|linear_a16|noise per key|[0-9]+ keys tuned|not timed)' "$OUT/a16.txt" | head -40
+fi
 echo "tune/check/bench exit $rc, compare exit $crc"

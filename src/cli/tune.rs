@@ -18,11 +18,12 @@ use crate::ops::attention::KvType;
 use crate::ops::gdn::StateType;
 use crate::tune::compare::{self, split_part, Verdict};
 use crate::tune::measure::{self, ExactJob, KeyResult, TuneOptions, BATCH};
+use crate::tune::measure_a16::{self, A16Job};
 use crate::tune::measure_attn::{self, AttnJob};
 use crate::tune::measure_gdn::{self, GdnJob};
 use crate::tune::profile::{describe, ProfileError};
 use crate::tune::routes::{default_profile_path, resolve, search_dirs, ProfileRequest};
-use crate::tune::{attn, exact, gdn, shapes, Fingerprint, Profile};
+use crate::tune::{a16, attn, exact, gdn, shapes, Fingerprint, Profile};
 
 const TUNE_HELP: &str = "\
 Times every candidate route at the shapes of the models given (the linear layers' weight
@@ -47,11 +48,15 @@ stream kernel's work split per weight format q4_g64 / q5_g64 / q6_g64 / q8_g32, 
 and exact N, K) and gdn_step (the Gated DeltaNet decode step's tile per state type, lanes
 bucket and HK, HV, dk, dv; models without GDN layers add no gdn_step keys) and attn_split
 (the decode attention's split-K width per KV cache type, head layout and context bucket).
+linear_a16 (opt-in: not in the default --family) is the bf16-activation tensor-core tile the
+engine's --activations bf16 path takes for more than 32 tokens, per weight format, prefill
+bucket of --prefill-tokens and exact N, K; it is timed as linear_exact is, at the bucket's T.
 
 Examples:
   ninfer tune --synthetic qwen3.6-27b,qwen3.6-35b-a3b,smollm2-135m
   ninfer tune --model model.gguf --weights q4_g64,q8_g32 --out tuning/nvidia-h200.toml
   ninfer tune --synthetic qwen3.6-27b --family gdn_step --lanes 1,8
+  ninfer tune --synthetic qwen3.6-27b --family linear_a16 --prefill-tokens 64,4096
   ninfer tune --synthetic smollm2-135m --dry-run       (what would be timed; no GPU needed)
   ninfer tune compare run1.toml run2.toml              (do two runs agree?)
   ninfer tune check                                    (which profile applies here, and why)";
@@ -110,7 +115,8 @@ pub struct TuneRunArgs {
         default_value = "1,2,4,8"
     )]
     pub tokens: Vec<usize>,
-    /// Route families to tune, comma-separated: linear_exact, gdn_step, attn_split.
+    /// Route families to tune, comma-separated: linear_exact, gdn_step, attn_split, and
+    /// linear_a16 (opt-in: the prefill tile of --activations bf16; not in the default).
     #[arg(
         long,
         value_name = "FAMILY,...",
@@ -118,6 +124,15 @@ pub struct TuneRunArgs {
         default_value = "linear_exact,gdn_step,attn_split"
     )]
     pub family: Vec<String>,
+    /// Token counts to tune the linear_a16 family for, comma-separated; each stands for its
+    /// bucket (33-64, 65-256, 257-1024, more: 4096) and is timed at the bucket's upper bound.
+    #[arg(
+        long,
+        value_name = "T,...",
+        value_delimiter = ',',
+        default_value = "64,256,1024,4096"
+    )]
+    pub prefill_tokens: Vec<usize>,
     /// KV cache capacities to tune the decode attention for, comma-separated; each stands
     /// for its bucket (the next power of two, at least 256), timed with three quarters of it
     /// live.
@@ -229,6 +244,7 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
 /// What to time: the jobs of each family, and a line per model about its shapes.
 struct Plan {
     jobs: Vec<ExactJob>,
+    a16_jobs: Vec<A16Job>,
     gdn_jobs: Vec<GdnJob>,
     attn_jobs: Vec<AttnJob>,
     notes: Vec<String>,
@@ -237,12 +253,14 @@ struct Plan {
 impl Plan {
     fn cells(&self) -> usize {
         self.jobs.iter().map(ExactJob::cells).sum::<usize>()
+            + self.a16_jobs.iter().map(A16Job::cells).sum::<usize>()
             + self.gdn_jobs.iter().map(GdnJob::cells).sum::<usize>()
             + self.attn_jobs.iter().map(AttnJob::cells).sum::<usize>()
     }
 
     fn keys(&self) -> usize {
         self.jobs.iter().map(|j| j.tiles.len()).sum::<usize>()
+            + self.a16_jobs.iter().map(|j| j.buckets.len()).sum::<usize>()
             + self.gdn_jobs.iter().map(|j| j.buckets.len()).sum::<usize>()
             + self
                 .attn_jobs
@@ -252,25 +270,55 @@ impl Plan {
     }
 }
 
-/// The families `--family` names, checked: (linear_exact, gdn_step, attn_split).
-fn families_for(names: &[String]) -> Result<(bool, bool, bool), CliError> {
-    let (mut linear, mut gdn_step, mut attn_split) = (false, false, false);
+/// The families `--family` names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Families {
+    linear: bool,
+    a16: bool,
+    gdn_step: bool,
+    attn_split: bool,
+}
+
+/// The families `--family` names, checked.
+fn families_for(names: &[String]) -> Result<Families, CliError> {
+    let mut f = Families::default();
     for name in names {
         match name.trim() {
-            n if n == exact::FAMILY => linear = true,
-            n if n == gdn::FAMILY => gdn_step = true,
-            n if n == attn::FAMILY => attn_split = true,
+            n if n == exact::FAMILY => f.linear = true,
+            n if n == a16::FAMILY => f.a16 = true,
+            n if n == gdn::FAMILY => f.gdn_step = true,
+            n if n == attn::FAMILY => f.attn_split = true,
             other => {
                 return Err(CliError::usage(format!(
-                    "--family {other}: the tuned families are {}, {} and {}",
+                    "--family {other}: the tuned families are {}, {}, {} and {}",
                     exact::FAMILY,
+                    a16::FAMILY,
                     gdn::FAMILY,
                     attn::FAMILY
                 )))
             }
         }
     }
-    Ok((linear, gdn_step, attn_split))
+    Ok(f)
+}
+
+/// The linear_a16 buckets `--prefill-tokens` names, sorted.
+fn prefill_buckets(tokens: &[usize]) -> Result<Vec<u32>, CliError> {
+    let mut v: Vec<u32> = Vec::new();
+    for &t in tokens {
+        if t < a16::MIN_T {
+            return Err(CliError::usage(format!(
+                "--prefill-tokens {t}: the linear_a16 family serves {} tokens or more (fewer go through other kernels)",
+                a16::MIN_T
+            )));
+        }
+        let b = a16::bucket(t);
+        if !v.contains(&b) {
+            v.push(b);
+        }
+    }
+    v.sort();
+    Ok(v)
 }
 
 /// The context buckets `--contexts` names, sorted.
@@ -393,17 +441,23 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     if !(0.0..50.0).contains(&args.margin) {
         return Err(CliError::usage("--margin is a percentage from 0 to 50"));
     }
-    let (linear, gdn_step, attn_split) = families_for(&args.family)?;
+    let Families {
+        linear,
+        a16: a16_on,
+        gdn_step,
+        attn_split,
+    } = families_for(&args.family)?;
+    let prefill = prefill_buckets(&args.prefill_tokens)?;
     let contexts = context_buckets(&args.contexts)?;
     let kvs = kv_types(&args.kv)?;
     let tiles = tiles_for(&args.tokens)?;
     let buckets = lanes_buckets(&args.lanes)?;
     let states = gdn_states(&args.gdn_state)?;
     let mut formats: Vec<&'static Format> = Vec::new();
-    for name in args.weights.iter().filter(|_| linear) {
+    for name in args.weights.iter().filter(|_| linear || a16_on) {
         let f =
             crate::formats::format(name).map_err(|e| CliError::usage(format!("--weights: {e}")))?;
-        if !exact::tunable(f) {
+        if linear && !exact::tunable(f) {
             return Err(CliError::usage(format!(
                 "--weights {name}: no tuned route serves {name} (the formats with candidates: {})",
                 tunable_formats()
@@ -433,6 +487,7 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     }
     // (format, N, K) -> job; BTreeMap for a stable order.
     let mut wanted: BTreeMap<(String, usize, usize), &'static Format> = BTreeMap::new();
+    let mut wanted_a16: BTreeMap<(String, usize, usize), &'static Format> = BTreeMap::new();
     let mut notes = Vec::new();
     let mut gdn_jobs: Vec<GdnJob> = Vec::new();
     let mut attn_jobs: Vec<AttnJob> = Vec::new();
@@ -440,14 +495,33 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
         for &f in &formats {
             let mut kept = 0;
             let mut f32_layers = 0;
+            let mut a16_kept = 0;
             for &(n, k) in list {
                 let held = crate::bench::model::held_format(f, k);
-                if exact::tunable(held) && crate::formats::Layout::new(held, n, k).is_ok() {
+                let layout_ok = crate::formats::Layout::new(held, n, k).is_ok();
+                if a16_on && layout_ok && a16::tunable(n, k) {
+                    wanted_a16.insert((held.name.clone(), n, k), held);
+                    a16_kept += 1;
+                }
+                if !linear {
+                    continue;
+                }
+                if exact::tunable(held) && layout_ok {
                     wanted.insert((held.name.clone(), n, k), held);
                     kept += 1;
                 } else {
                     f32_layers += 1;
                 }
+            }
+            if a16_on {
+                notes.push(format!(
+                    "{label}: {a16_kept} linear shapes for {} in {}",
+                    a16::FAMILY,
+                    f.name
+                ));
+            }
+            if !linear {
+                continue;
             }
             notes.push(format!(
                 "{label}: {kept} linear shapes in {}{}",
@@ -522,8 +596,17 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
             tiles: tiles.clone(),
         })
         .collect();
-    if jobs.is_empty() && gdn_jobs.is_empty() && attn_jobs.is_empty() {
-        return Err(CliError::usage(if linear {
+    let a16_jobs: Vec<A16Job> = wanted_a16
+        .into_iter()
+        .map(|((_, n, k), format)| A16Job {
+            format,
+            n,
+            k,
+            buckets: prefill.clone(),
+        })
+        .collect();
+    if jobs.is_empty() && a16_jobs.is_empty() && gdn_jobs.is_empty() && attn_jobs.is_empty() {
+        return Err(CliError::usage(if linear || a16_on {
             "no linear layer of these models can be held in the formats asked for, and they have no GDN layer to tune, so there is nothing to tune; try another --weights"
         } else {
             "these models have no GDN layer, so --family gdn_step has nothing to tune"
@@ -531,6 +614,7 @@ fn plan(args: &TuneRunArgs) -> Result<Plan, CliError> {
     }
     Ok(Plan {
         jobs,
+        a16_jobs,
         gdn_jobs,
         attn_jobs,
         notes,
@@ -554,6 +638,12 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
                     c.len(),
                     exact::short(&c[0])
                 );
+            }
+        }
+        for job in &plan.a16_jobs {
+            let c = a16::candidates(job.format);
+            for key in job.keys() {
+                println!("{:<44}  {:>10}  {}", key, c.len(), a16::short(&c[0]));
             }
         }
         for job in &plan.gdn_jobs {
@@ -663,6 +753,22 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
             }
         }
     }
+    for job in &plan.a16_jobs {
+        let r = measure_a16::tune_a16(&gpu, job, &opts, |key, tile| {
+            bar.set_message(format!("{key} {tile}"));
+            bar.inc(1);
+        });
+        match r {
+            Ok(r) => results.extend(r),
+            Err(e) => {
+                bar.abandon();
+                return Err(CliError::failed(format!(
+                    "tuning {} stopped ({e}); nothing was written",
+                    job.keys().join(", ")
+                )));
+            }
+        }
+    }
     for job in &plan.gdn_jobs {
         let r = measure_gdn::tune_gdn(&gpu, job, &opts, |key, tile| {
             bar.set_message(format!("{key} {tile}"));
@@ -721,7 +827,7 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     for f in &failed {
         eprintln!("not timed: {f}");
     }
-    let per_family: Vec<String> = [exact::FAMILY, gdn::FAMILY, attn::FAMILY]
+    let per_family: Vec<String> = [exact::FAMILY, a16::FAMILY, gdn::FAMILY, attn::FAMILY]
         .iter()
         .filter_map(|f| {
             let of: Vec<&KeyResult> = results.iter().filter(|r| r.family == *f).collect();
@@ -772,6 +878,14 @@ fn prebuild(plan: &Plan, arch: crate::jit::Arch) {
                 if seen.insert(spec.entry.clone()) {
                     specs.push(spec);
                 }
+            }
+        }
+    }
+    for job in &plan.a16_jobs {
+        for r in a16::candidates(job.format) {
+            let spec = r.spec();
+            if seen.insert(spec.entry.clone()) {
+                specs.push(spec);
             }
         }
     }
@@ -848,7 +962,7 @@ pub fn summary_table(results: &[KeyResult]) -> String {
 /// clear, where larger than the margin).
 pub fn noise_line(results: &[KeyResult]) -> String {
     let mut parts = Vec::new();
-    for f in [exact::FAMILY, gdn::FAMILY, attn::FAMILY] {
+    for f in [exact::FAMILY, a16::FAMILY, gdn::FAMILY, attn::FAMILY] {
         let mut v: Vec<f64> = results
             .iter()
             .filter(|r| r.family == f)
@@ -1099,18 +1213,36 @@ mod tests {
     #[test]
     fn families_lanes_and_states_parse() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let fam = |l, a, g, t| Families {
+            linear: l,
+            a16: a,
+            gdn_step: g,
+            attn_split: t,
+        };
         assert_eq!(
             families_for(&s(&["linear_exact", "gdn_step"])).unwrap(),
-            (true, true, false)
+            fam(true, false, true, false)
         );
         assert_eq!(
             families_for(&s(&["gdn_step"])).unwrap(),
-            (false, true, false)
+            fam(false, false, true, false)
         );
         assert_eq!(
             families_for(&s(&["attn_split"])).unwrap(),
-            (false, false, true)
+            fam(false, false, false, true)
         );
+        assert_eq!(
+            families_for(&s(&["linear_a16"])).unwrap(),
+            fam(false, true, false, false)
+        );
+        assert_eq!(
+            prefill_buckets(&[4096, 33, 64, 100, 9000]).unwrap(),
+            vec![64, 256, 4096]
+        );
+        assert!(prefill_buckets(&[32])
+            .unwrap_err()
+            .message
+            .contains("33 tokens or more"));
         assert_eq!(
             context_buckets(&[4096, 300, 512, 1]).unwrap(),
             vec![256, 512, 4096]

@@ -499,7 +499,8 @@ impl CudaBackend {
             "to bf16",
             elementwise::f32_to_bf16(&self.gpu, self.ptr(x), self.slice_ptr(&xb), t * k),
         );
-        let route = LinearRoute::choose(w.format, t, Epilogue::None);
+        let mut route = LinearRoute::choose(w.format, t, Epilogue::None);
+        crate::tune::a16::apply(&self.routes(), &mut route, t, n, k);
         let args = LinearArgs {
             w,
             w_up: None,

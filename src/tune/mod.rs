@@ -1,10 +1,12 @@
 //! Route selection per device (DESIGN.md section 5): the device fingerprint that profiles are
 //! keyed by, the shape buckets routes are keyed by, the profile file that maps one to the
 //! other, the route families and their candidates ([`exact`]: the linear layers' GEMV splits;
-//! [`gdn`]: the GDN decode step's tiles; [`attn`]: the decode attention's split-K width), the tuner that times them
-//! ([`measure`]) on the shapes of a model ([`shapes`]), and the route table the engine runs
-//! with ([`routes`]).
+//! [`gdn`]: the GDN decode step's tiles; [`attn`]: the decode attention's split-K width;
+//! [`a16`]: the bf16-activation tensor-core tile for more than 32 tokens), the tuners that
+//! time them ([`measure`] and its siblings) on the shapes of a model ([`shapes`]), and the
+//! route table the engine runs with ([`routes`]).
 
+pub mod a16;
 pub mod attn;
 pub mod bucket;
 pub mod compare;
@@ -12,6 +14,7 @@ pub mod exact;
 pub mod fingerprint;
 pub mod gdn;
 pub mod measure;
+pub mod measure_a16;
 pub mod measure_attn;
 pub mod measure_gdn;
 pub mod profile;

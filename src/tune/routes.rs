@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 use crate::formats::Format;
 use crate::ops::attention::{AttnDims, KvType};
 use crate::ops::gdn::{GdnDims, StateType, Tile};
+use crate::ops::linear::LinearTile;
 use crate::ops::linear_exact::ExactKernel;
 
+use super::a16;
 use super::attn;
 use super::bucket::{t_bucket, ShapeKey};
 use super::exact;
@@ -37,6 +39,9 @@ pub enum ProfileRequest {
 /// `(format name, column tile, N, K)`.
 type ExactKey = (&'static str, u32, usize, usize);
 
+/// `(format name, prefill bucket, N, K)`.
+type A16Key = (&'static str, u32, usize, usize);
+
 /// `(state type, lanes bucket, HK, HV, dk, dv)`.
 type GdnKey = (StateType, u32, usize, usize, usize, usize);
 
@@ -47,6 +52,8 @@ type AttnKey = (KvType, u32, usize, usize, usize, usize);
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     exact: HashMap<ExactKey, ExactKernel>,
+    /// The bf16-activation tensor-core tile for more than 32 tokens.
+    a16: HashMap<A16Key, LinearTile>,
     gdn: HashMap<GdnKey, Tile>,
     /// The decode attention's split (keys per block).
     attn: HashMap<AttnKey, usize>,
@@ -100,6 +107,18 @@ impl RouteTable {
                 }
                 continue;
             }
+            if super::family_of(&r.key) == a16::FAMILY {
+                match a16::format_of(&key).and_then(|f| a16::tile_for(f, &r.entry).map(|t| (f, t)))
+                {
+                    Some((f, tile)) => {
+                        table
+                            .a16
+                            .insert((f.name.as_str(), key.t_bucket, key.n, key.k), tile);
+                    }
+                    None => unmatched.push(format!("{} -> {}", r.key, r.entry)),
+                }
+                continue;
+            }
             if !key.op.starts_with(exact::FAMILY) {
                 unknown_family += 1;
                 continue;
@@ -144,6 +163,17 @@ impl RouteTable {
             return None;
         }
         self.exact.get(&(format.name.as_str(), tt, n, k)).copied()
+    }
+
+    /// The bf16-activation tensor-core tile for `format` at `t` tokens (more than 32) on an
+    /// `[n, k]` weight, where the profile chose one.
+    pub fn a16(&self, format: &Format, t: usize, n: usize, k: usize) -> Option<LinearTile> {
+        if self.a16.is_empty() || t < a16::MIN_T {
+            return None;
+        }
+        self.a16
+            .get(&(format.name.as_str(), a16::bucket(t), n, k))
+            .copied()
     }
 
     /// The GDN decode step's tile for `state` at `d` with `lanes` lanes, where the profile
@@ -195,13 +225,14 @@ impl RouteTable {
 
     /// Routes in the table.
     pub fn len(&self) -> usize {
-        self.exact.len() + self.gdn.len() + self.attn.len()
+        self.exact.len() + self.a16.len() + self.gdn.len() + self.attn.len()
     }
 
     /// Routes in the table per family, in a fixed order (families without routes left out).
     pub fn family_counts(&self) -> Vec<(&'static str, usize)> {
         [
             (exact::FAMILY, self.exact.len()),
+            (a16::FAMILY, self.a16.len()),
             (gdn::FAMILY, self.gdn.len()),
             (attn::FAMILY, self.attn.len()),
         ]
