@@ -722,10 +722,10 @@ impl CudaBackend {
             None => attention::LanePos::Host(&host),
         };
         let mut route = AttnRoute::choose(self.opts.kv, dims, 1);
-        tune_attn::apply(&self.routes, &mut route, dims, 1, max_cap);
+        tune_attn::apply(&self.routes(), &mut route, dims, 1, max_cap);
         if capturing.is_none() {
             let spec = |r: &AttnRoute| r.rope_lanes_spec(rope.style);
-            let load = tune_attn::preload(&self.routes, &self.gpu, &route, dims, 1, spec);
+            let load = tune_attn::preload(&self.routes(), &self.gpu, &route, dims, 1, spec);
             ok("loading the tuned attention kernels", load);
         }
         let table: Vec<(u64, u64)> = caches.iter().map(|c| self.kv_ptrs(c, layer)).collect();
