@@ -302,93 +302,92 @@ fn families_for(names: &[String]) -> Result<Families, CliError> {
     Ok(f)
 }
 
-/// The linear_a16 buckets `--prefill-tokens` names, sorted.
-fn prefill_buckets(tokens: &[usize]) -> Result<Vec<u32>, CliError> {
-    let mut v: Vec<u32> = Vec::new();
-    for &t in tokens {
-        if t < a16::MIN_T {
-            return Err(CliError::usage(format!(
-                "--prefill-tokens {t}: the linear_a16 family serves {} tokens or more (fewer go through other kernels)",
-                a16::MIN_T
-            )));
+/// The distinct buckets `bucket` maps `values` to, sorted; `refuse` says why a value is
+/// out of range (a usage error), or nothing where it is fine.
+fn distinct_buckets<B: Ord + Copy>(
+    values: &[usize],
+    refuse: impl Fn(usize) -> Option<String>,
+    bucket: impl Fn(usize) -> B,
+) -> Result<Vec<B>, CliError> {
+    let mut v: Vec<B> = Vec::new();
+    for &x in values {
+        if let Some(why) = refuse(x) {
+            return Err(CliError::usage(why));
         }
-        let b = a16::bucket(t);
+        let b = bucket(x);
         if !v.contains(&b) {
             v.push(b);
         }
     }
     v.sort();
     Ok(v)
+}
+
+/// The distinct members of `all` whose `short` name is one of `names`, in the order named;
+/// `unknown` is the usage error for a name that is none of them.
+fn named<T: Copy + PartialEq>(
+    names: &[String],
+    all: &[T],
+    short: impl Fn(&T) -> &'static str,
+    unknown: impl Fn(&str) -> String,
+) -> Result<Vec<T>, CliError> {
+    let mut v: Vec<T> = Vec::new();
+    for name in names {
+        let x = *all
+            .iter()
+            .find(|x| short(x) == name.trim())
+            .ok_or_else(|| CliError::usage(unknown(name)))?;
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    Ok(v)
+}
+
+/// The linear_a16 buckets `--prefill-tokens` names, sorted.
+fn prefill_buckets(tokens: &[usize]) -> Result<Vec<u32>, CliError> {
+    let refuse = |t: usize| {
+        (t < a16::MIN_T).then(|| format!(
+            "--prefill-tokens {t}: the linear_a16 family serves {} tokens or more (fewer go through other kernels)",
+            a16::MIN_T
+        ))
+    };
+    distinct_buckets(tokens, refuse, a16::bucket)
 }
 
 /// The context buckets `--contexts` names, sorted.
 fn context_buckets(contexts: &[usize]) -> Result<Vec<usize>, CliError> {
-    let mut v: Vec<usize> = Vec::new();
-    for &c in contexts {
-        if c == 0 || c > 1 << 20 {
-            return Err(CliError::usage(format!(
-                "--contexts {c}: give cache capacities from 1 to 1048576 keys"
-            )));
-        }
-        let b = attn::ctx_bucket(c);
-        if !v.contains(&b) {
-            v.push(b);
-        }
-    }
-    v.sort();
-    Ok(v)
+    let refuse = |c: usize| {
+        (c == 0 || c > 1 << 20)
+            .then(|| format!("--contexts {c}: give cache capacities from 1 to 1048576 keys"))
+    };
+    distinct_buckets(contexts, refuse, attn::ctx_bucket)
 }
 
 fn kv_types(names: &[String]) -> Result<Vec<KvType>, CliError> {
-    let mut v: Vec<KvType> = Vec::new();
-    for name in names {
-        let k = KvType::ALL
-            .into_iter()
-            .find(|k| k.short() == name.trim())
-            .ok_or_else(|| {
-                CliError::usage(format!("--kv {name}: the KV cache types are f32 and bf16"))
-            })?;
-        if !v.contains(&k) {
-            v.push(k);
-        }
-    }
-    Ok(v)
+    named(
+        names,
+        &KvType::ALL,
+        |k| k.short(),
+        |name| format!("--kv {name}: the KV cache types are f32 and bf16"),
+    )
 }
 
 /// The lanes buckets `--lanes` names, sorted.
 fn lanes_buckets(lanes: &[usize]) -> Result<Vec<u32>, CliError> {
-    let mut v: Vec<u32> = Vec::new();
-    for &l in lanes {
-        if l == 0 || l > 64 {
-            return Err(CliError::usage(format!(
-                "--lanes {l}: give lane counts from 1 to 64"
-            )));
-        }
-        let b = crate::tune::t_bucket(l);
-        if !v.contains(&b) {
-            v.push(b);
-        }
-    }
-    v.sort();
-    Ok(v)
+    let refuse = |l: usize| {
+        (l == 0 || l > 64).then(|| format!("--lanes {l}: give lane counts from 1 to 64"))
+    };
+    distinct_buckets(lanes, refuse, crate::tune::t_bucket)
 }
 
 fn gdn_states(names: &[String]) -> Result<Vec<StateType>, CliError> {
-    let mut v: Vec<StateType> = Vec::new();
-    for name in names {
-        let s = StateType::ALL
-            .into_iter()
-            .find(|s| s.short() == name.trim())
-            .ok_or_else(|| {
-                CliError::usage(format!(
-                    "--gdn-state {name}: the state types are f32 and f16"
-                ))
-            })?;
-        if !v.contains(&s) {
-            v.push(s);
-        }
-    }
-    Ok(v)
+    named(
+        names,
+        &StateType::ALL,
+        |s| s.short(),
+        |name| format!("--gdn-state {name}: the state types are f32 and f16"),
+    )
 }
 
 fn parse_shape(s: &str) -> Result<(usize, usize), CliError> {
@@ -406,20 +405,12 @@ fn parse_shape(s: &str) -> Result<(usize, usize), CliError> {
 }
 
 fn tiles_for(tokens: &[usize]) -> Result<Vec<u32>, CliError> {
-    let mut tiles: Vec<u32> = Vec::new();
-    for &t in tokens {
-        if t == 0 || t > 8 {
-            return Err(CliError::usage(format!(
-                "--tokens {t}: the tuned routes serve 1 to 8 tokens (more go through the tiled sgemm route)"
-            )));
-        }
-        let tt = (t as u32).next_power_of_two();
-        if !tiles.contains(&tt) {
-            tiles.push(tt);
-        }
-    }
-    tiles.sort();
-    Ok(tiles)
+    let refuse = |t: usize| {
+        (t == 0 || t > 8).then(|| format!(
+            "--tokens {t}: the tuned routes serve 1 to 8 tokens (more go through the tiled sgemm route)"
+        ))
+    };
+    distinct_buckets(tokens, refuse, |t| (t as u32).next_power_of_two())
 }
 
 fn tunable_formats() -> String {
