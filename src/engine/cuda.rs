@@ -352,6 +352,36 @@ impl CudaBackend {
         self.routes.read().expect("route table lock").clone()
     }
 
+    /// Starts capturing a step: its activations come from `arena` (grown to the size the
+    /// last capture needed, at least [`ARENA_FIRST`]) and `capture` says where its inputs
+    /// and logits live. Panics if a capture is already in progress.
+    fn start_capture(&self, arena: &mut Option<Arc<AnyBuffer>>, need: usize, capture: Capturing) {
+        let want = need.max(ARENA_FIRST);
+        if arena.as_ref().is_none_or(|a| a.len() < want) {
+            let buf = ok(
+                "allocating the step arena",
+                self.gpu.alloc_zeros::<f32>(want),
+            );
+            *arena = Some(Arc::new(AnyBuffer::F32(buf)));
+        }
+        *self.arena.lock().expect("arena") = Some(StepArena {
+            buf: arena.clone().expect("made above"),
+            used: 0,
+            need: 0,
+        });
+        let mut guard = self.capturing.lock().expect("capture state");
+        assert!(
+            guard.is_none(),
+            "cuda backend: a capture is already in progress"
+        );
+        *guard = Some(capture);
+        drop(guard);
+        ok(
+            "beginning the step capture",
+            Graph::begin_capture(&self.gpu),
+        );
+    }
+
     /// The capture in progress, if any.
     fn capturing(&self) -> Option<Capturing> {
         *self.capturing.lock().expect("capture state")
@@ -1884,37 +1914,18 @@ impl Backend for CudaBackend {
             .get_or_insert_with(|| ok("allocating step inputs", self.gpu.alloc_zeros(2)));
         let io = self.slice_ptr(io);
         let (out, out_cap) = (self.slice_ptr(step.out.as_ref().unwrap()), logits);
-        let want = step.arena_need.max(ARENA_FIRST);
-        if step.arena.as_ref().is_none_or(|a| a.len() < want) {
-            let buf = ok(
-                "allocating the step arena",
-                self.gpu.alloc_zeros::<f32>(want),
-            );
-            step.arena = Some(Arc::new(AnyBuffer::F32(buf)));
-        }
-        *self.arena.lock().expect("arena") = Some(StepArena {
-            buf: step.arena.clone().expect("made above"),
-            used: 0,
-            need: 0,
-        });
-        let mut guard = self.capturing.lock().expect("capture state");
-        assert!(
-            guard.is_none(),
-            "cuda backend: a capture is already in progress"
-        );
-        *guard = Some(Capturing {
-            io,
-            lanes: 1,
-            pos: io + 4,
-            out,
-            out_cap,
-            capacity: cache.capacity,
-            out_len: None,
-        });
-        drop(guard);
-        ok(
-            "beginning the step capture",
-            Graph::begin_capture(&self.gpu),
+        self.start_capture(
+            &mut step.arena,
+            step.arena_need,
+            Capturing {
+                io,
+                lanes: 1,
+                pos: io + 4,
+                out,
+                out_cap,
+                capacity: cache.capacity,
+                out_len: None,
+            },
         );
         true
     }
@@ -1973,37 +1984,18 @@ impl Backend for CudaBackend {
         }
         let io = self.slice_ptr(g.io.as_ref().expect("made above"));
         let out = self.slice_ptr(g.out.as_ref().expect("made above"));
-        let want = g.arena_need.max(ARENA_FIRST);
-        if g.arena.as_ref().is_none_or(|a| a.len() < want) {
-            let buf = ok(
-                "allocating the lanes step arena",
-                self.gpu.alloc_zeros::<f32>(want),
-            );
-            g.arena = Some(Arc::new(AnyBuffer::F32(buf)));
-        }
-        *self.arena.lock().expect("arena") = Some(StepArena {
-            buf: g.arena.clone().expect("made above"),
-            used: 0,
-            need: 0,
-        });
-        let mut guard = self.capturing.lock().expect("capture state");
-        assert!(
-            guard.is_none(),
-            "cuda backend: a capture is already in progress"
-        );
-        *guard = Some(Capturing {
-            io,
-            lanes: n,
-            pos: io + 4 * n as u64,
-            out,
-            out_cap: n * logits,
-            capacity,
-            out_len: None,
-        });
-        drop(guard);
-        ok(
-            "beginning the lanes step capture",
-            Graph::begin_capture(&self.gpu),
+        self.start_capture(
+            &mut g.arena,
+            g.arena_need,
+            Capturing {
+                io,
+                lanes: n,
+                pos: io + 4 * n as u64,
+                out,
+                out_cap: n * logits,
+                capacity,
+                out_len: None,
+            },
         );
         true
     }
