@@ -733,64 +733,28 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
             bar.set_message(format!("{key} {split}"));
             bar.inc(1);
         });
-        match r {
-            Ok(r) => results.extend(r),
-            Err(e) => {
-                bar.abandon();
-                return Err(CliError::failed(format!(
-                    "tuning {} stopped ({e}); nothing was written",
-                    job.keys().join(", ")
-                )));
-            }
-        }
+        results.extend(r.map_err(|e| stopped(&bar, &job.keys(), e))?);
     }
     for job in &plan.a16_jobs {
         let r = measure_a16::tune_a16(&gpu, job, &opts, |key, tile| {
             bar.set_message(format!("{key} {tile}"));
             bar.inc(1);
         });
-        match r {
-            Ok(r) => results.extend(r),
-            Err(e) => {
-                bar.abandon();
-                return Err(CliError::failed(format!(
-                    "tuning {} stopped ({e}); nothing was written",
-                    job.keys().join(", ")
-                )));
-            }
-        }
+        results.extend(r.map_err(|e| stopped(&bar, &job.keys(), e))?);
     }
     for job in &plan.gdn_jobs {
         let r = measure_gdn::tune_gdn(&gpu, job, &opts, |key, tile| {
             bar.set_message(format!("{key} {tile}"));
             bar.inc(1);
         });
-        match r {
-            Ok(r) => results.extend(r),
-            Err(e) => {
-                bar.abandon();
-                return Err(CliError::failed(format!(
-                    "tuning {} stopped ({e}); nothing was written",
-                    job.keys().join(", ")
-                )));
-            }
-        }
+        results.extend(r.map_err(|e| stopped(&bar, &job.keys(), e))?);
     }
     for job in &plan.attn_jobs {
         let r = measure_attn::tune_attn(&gpu, job, &opts, |key, split| {
             bar.set_message(format!("{key} {split}"));
             bar.inc(1);
         });
-        match r {
-            Ok(r) => results.extend(r),
-            Err(e) => {
-                bar.abandon();
-                return Err(CliError::failed(format!(
-                    "tuning {} stopped ({e}); nothing was written",
-                    job.keys().join(", ")
-                )));
-            }
-        }
+        results.extend(r.map_err(|e| stopped(&bar, &job.keys(), e))?);
     }
     bar.finish_and_clear();
     let mut profile = Profile::new(&fp);
@@ -840,6 +804,15 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
 }
 
 /// A usage error where `path` holds a pinned profile (`pinned = true`): it is never re-tuned.
+/// The error that ends a tuning run whose job for `keys` failed (nothing is written).
+fn stopped(bar: &ProgressBar, keys: &[String], e: impl std::fmt::Display) -> CliError {
+    bar.abandon();
+    CliError::failed(format!(
+        "tuning {} stopped ({e}); nothing was written",
+        keys.join(", ")
+    ))
+}
+
 fn refuse_pinned(path: &Path) -> Result<(), CliError> {
     match Profile::load(path) {
         Ok(p) if p.pinned => Err(CliError::usage(
