@@ -5,7 +5,8 @@
 # the bench at lanes 1 and 8, then the other fixtures (lanes 8, then single-lane) while the
 # time lasts.
 # Kernels prebuilt for sm_90 (cache.tgz). Each step's timeout is cut to what is left of
-# LIMIT seconds; outputs go straight into $OUT.
+# LIMIT seconds; outputs go straight into $OUT. The lead ran it as
+# LIMIT=75 TOKENS=256 BENCH_T=20 (run2/out).
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-30}
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
@@ -22,8 +23,8 @@ F=tests/fixtures/tiny
 C="compare --tokens 16"
 timeout $(left 10) $N compare --synthetic smollm2-135m --lanes 8 --tokens 12 --json $OUT/compare.jsonl >> $OUT/compare.txt 2>&1; echo "compare smollm2 lanes rc=$? t=$(($(date +%s)-T0))" >> $OUT/compare.txt
 timeout $(left 5) $N $C --model $F/llama --lanes 8 --json $OUT/compare.jsonl >> $OUT/compare.txt 2>&1; echo "compare llama lanes rc=$? t=$(($(date +%s)-T0))" >> $OUT/compare.txt
-B="bench model --synthetic smollm2-135m --weights q4_g64 --prompt 16 --warmup 0 --lanes 1,8 --decode-tokens 64"
-timeout $(left 8) $N $B --json $OUT/bench.jsonl > $OUT/bench.txt 2>&1; echo "bench rc=$? t=$(($(date +%s)-T0))" >> $OUT/bench.txt
+B="bench model --synthetic smollm2-135m --weights q4_g64 --prompt 16 --warmup 0 --lanes 1,8 --decode-tokens ${TOKENS:-64}"
+timeout $(left ${BENCH_T:-8}) $N $B --json $OUT/bench.jsonl > $OUT/bench.txt 2>&1; echo "bench rc=$? t=$(($(date +%s)-T0))" >> $OUT/bench.txt
 # The models the change touches first (llama: in place; qwen3: q/k norms, the copies as
 # before), then the rest while time is left.
 for m in qwen3 qwen35_r2 qwen35_r3 qwen3_next qwen35_moe; do
