@@ -207,6 +207,25 @@ pub trait Backend: Clone + Send + Sync {
             .collect();
         self.concat_rows(&rows)
     }
+    /// [`Backend::rope_attention_lanes`] on the column blocks of a stacked projection:
+    /// `qkv [N, q_cols + 2 kv_cols]` holds each lane's q, k and v side by side. The default
+    /// slices them out; a backend may read them in place.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_attention_lanes_qkv(
+        &self,
+        caches: &mut [&mut Self::KvCache],
+        layer: usize,
+        qkv: &Self::Act,
+        q_cols: usize,
+        kv_cols: usize,
+        head_dim: usize,
+        rope: &Rope,
+    ) -> Self::Act {
+        let q = self.slice_cols(qkv, 0, q_cols);
+        let k = self.slice_cols(qkv, q_cols, kv_cols);
+        let v = self.slice_cols(qkv, q_cols + kv_cols, kv_cols);
+        self.rope_attention_lanes(caches, layer, &q, &k, &v, head_dim, rope)
+    }
     /// Marks `n` more tokens as held by the cache.
     fn kv_advance(&self, cache: &mut Self::KvCache, n: usize);
     /// Splits each row, viewed as `[n_heads, first + second]`, into `[n_heads*first]` and

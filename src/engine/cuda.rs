@@ -147,6 +147,16 @@ pub struct CudaBackend {
     gdn_epoch: Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// Where a lanes attention launch reads each lane's q, k and v (device addresses of lane
+/// 0's rows, and the floats between lanes' rows).
+#[derive(Debug, Clone, Copy)]
+struct LaneInputs {
+    q: u64,
+    k: u64,
+    v: u64,
+    strides: attention::LaneStrides,
+}
+
 /// A batch's lanes-step graph bookkeeping, kept in the first lane's cache: the batch that
 /// lane leads decodes together for many steps; another batch (other caches behind it, or a
 /// cache that grew) captures again.
@@ -719,9 +729,7 @@ impl CudaBackend {
         &self,
         caches: &mut [&mut CudaKvCache],
         layer: usize,
-        q: &CudaAct,
-        k: &CudaAct,
-        v: &CudaAct,
+        inputs: LaneInputs,
         rope: &Rope,
     ) -> Option<CudaAct> {
         let n = caches.len();
@@ -760,15 +768,20 @@ impl CudaBackend {
             ok("loading the tuned attention kernels", load);
         }
         let table: Vec<(u64, u64)> = caches.iter().map(|c| self.kv_ptrs(c, layer)).collect();
-        let out = self.alloc(n, q.cols);
-        let (qp, kp, vp, op) = (self.ptr(q), self.ptr(k), self.ptr(v), self.ptr(&out));
+        let out = self.alloc(n, dims.q_width());
+        let op = self.ptr(&out);
         let ws = caches[widest].ws.as_mut().expect("made by kv_reserve");
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
-        let new = attention::NewKv { k: kp, v: vp, rope };
+        let new = attention::NewKv {
+            k: inputs.k,
+            v: inputs.v,
+            rope,
+        };
+        let (q, strides) = (inputs.q, inputs.strides);
         ok(
             "rope attention lanes",
             attention::launch_rope_attention_lanes(
-                &self.gpu, &route, ws, qp, new, &table, op, pos, dims, scale,
+                &self.gpu, &route, ws, q, new, strides, &table, op, pos, dims, scale,
             ),
         );
         Some(out)
@@ -1671,7 +1684,16 @@ impl Backend for CudaBackend {
                 caches.iter().all(|c| c.shape.head_dim == head_dim),
                 "rope_attention_lanes: head_dim"
             );
-            if let Some(out) = self.attend_rope_lanes(caches, layer, q, k, v, rope) {
+            let inputs = LaneInputs {
+                q: self.ptr(q),
+                k: self.ptr(k),
+                v: self.ptr(v),
+                strides: attention::LaneStrides {
+                    q: q.cols,
+                    kv: k.cols,
+                },
+            };
+            if let Some(out) = self.attend_rope_lanes(caches, layer, inputs, rope) {
                 return out;
             }
         }
@@ -1697,6 +1719,54 @@ impl Backend for CudaBackend {
             }
         }
         out
+    }
+
+    fn rope_attention_lanes_qkv(
+        &self,
+        caches: &mut [&mut CudaKvCache],
+        layer: usize,
+        qkv: &CudaAct,
+        q_cols: usize,
+        kv_cols: usize,
+        head_dim: usize,
+        rope: &Rope,
+    ) -> CudaAct {
+        check_lanes(caches.len(), qkv.rows, "rope_attention_lanes_qkv");
+        assert_eq!(
+            qkv.cols,
+            q_cols + 2 * kv_cols,
+            "rope_attention_lanes_qkv: width"
+        );
+        let one_launch = self.opts.fused && !rope_attention_apart() && !lanes_attention_apart();
+        if one_launch && caches.iter().all(|c| c.shape.head_dim == head_dim) {
+            // The launch reads each lane's q, k and v in place, as column blocks of its row
+            // of the stacked projection: no copies of them.
+            let base = self.ptr(qkv);
+            let inputs = LaneInputs {
+                q: base,
+                k: base + (q_cols * 4) as u64,
+                v: base + ((q_cols + kv_cols) * 4) as u64,
+                strides: attention::LaneStrides {
+                    q: qkv.cols,
+                    kv: qkv.cols,
+                },
+            };
+            let widths = caches.first().map(|c| {
+                let d = Self::attn_dims(c.shape);
+                (d.q_width(), d.kv_width())
+            });
+            // (Column blocks at 16-byte boundaries, as the launch's vector loads want.)
+            let aligned = q_cols.is_multiple_of(4) && kv_cols.is_multiple_of(4);
+            if aligned && widths == Some((q_cols, kv_cols)) {
+                if let Some(out) = self.attend_rope_lanes(caches, layer, inputs, rope) {
+                    return out;
+                }
+            }
+        }
+        let q = self.slice_cols(qkv, 0, q_cols);
+        let k = self.slice_cols(qkv, q_cols, kv_cols);
+        let v = self.slice_cols(qkv, q_cols + kv_cols, kv_cols);
+        self.rope_attention_lanes(caches, layer, &q, &k, &v, head_dim, rope)
     }
 
     fn gdn_lanes(

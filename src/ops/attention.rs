@@ -737,6 +737,25 @@ fn launch_attention_with(
     Ok(())
 }
 
+/// Floats from one lane's input row to the next in [`launch_rope_attention_lanes`]: q's, and
+/// the step's k's and v's. Separate `[lanes, width]` buffers ([`LaneStrides::dense`]), or
+/// column blocks of one `[lanes, q + 2 kv]` activation (both strides its row width).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneStrides {
+    pub q: usize,
+    pub kv: usize,
+}
+
+impl LaneStrides {
+    /// Rows of separate, contiguous q, k and v buffers.
+    pub fn dense(dims: AttnDims) -> LaneStrides {
+        LaneStrides {
+            q: dims.q_width(),
+            kv: dims.kv_width(),
+        }
+    }
+}
+
 /// Most lanes one [`launch_rope_attention_lanes`] serves (the template's `LANES_MAX`).
 pub const MAX_LANES: usize = 8;
 
@@ -834,8 +853,9 @@ pub fn lanes_grid(
 }
 
 /// One decode row for each of up to [`MAX_LANES`] separate sequences in one launch, RoPE and
-/// the KV append folded in: lane `i` rotates row `i` of `q` (`[lanes, n_heads * head_dim]`)
-/// and of `new.k` (`[lanes, n_kv * head_dim]`), stores its key and value at its cache
+/// the KV append folded in: lane `i` rotates its row of `q` (`n_heads * head_dim` floats at
+/// `q + i * strides.q`) and of `new.k` (`n_kv * head_dim` at `new.k + i * strides.kv`; its
+/// value at `new.v + i * strides.kv`), stores its key and value at its cache
 /// `caches[i]` row `pos[i]`, and writes its attention to row `i` of `out`. Each lane's
 /// result has the bits of [`launch_rope_attention`] on that lane with a grid planned for
 /// the same keys. `ws` holds the partials of every lane (as rows: at least `lanes` rows).
@@ -846,6 +866,7 @@ pub fn launch_rope_attention_lanes(
     ws: &mut AttnWorkspace,
     q: u64,
     new: NewKv,
+    strides: LaneStrides,
     caches: &[(u64, u64)],
     out: u64,
     pos: LanePos,
@@ -879,6 +900,13 @@ pub fn launch_rope_attention_lanes(
             && caches.iter().all(|&(k, v)| k % 16 == 0 && v % 16 == 0),
         "attention lanes: q, caches and out must be 16-byte aligned"
     );
+    assert!(
+        strides.q >= dims.q_width()
+            && strides.kv >= dims.kv_width()
+            && strides.q.is_multiple_of(4)
+            && strides.kv.is_multiple_of(4),
+        "attention lanes: input rows of {strides:?} overlap or lose 16-byte alignment"
+    );
     let max_keys = pos.max_keys();
     assert!(
         max_keys * dims.kv_width().max(dims.q_width()) < i32::MAX as usize * 4,
@@ -910,6 +938,7 @@ pub fn launch_rope_attention_lanes(
     let (ms_i, mult_i) = (ws.max_splits as i32, mult as i32);
     let scale_log2 = scale * std::f32::consts::LOG2_E;
     let rd_i = rd as i32;
+    let (q_stride, kv_stride) = (strides.q as i64, strides.kv as i64);
     let mut b = gpu.launch(&f);
     b.arg(&q)
         .arg(&null)
@@ -930,11 +959,13 @@ pub fn launch_rope_attention_lanes(
         .arg(&new.v)
         .arg(&rd_i)
         .arg(&new.rope.theta)
-        .arg(&table);
+        .arg(&table)
+        .arg(&q_stride)
+        .arg(&kv_stride);
     // SAFETY: matches the template (lanes mode); lane i's partial slots are workspace rows
     // i < lanes <= ws.rows (splits <= max_splits), counters cover lanes x n_kv x tiles <=
     // rows x n_heads pairs, each lane reads and writes its own cache (rows <= its position)
-    // and its rows of q, k, v and out.
+    // and its rows of q, k, v (rows `strides` apart, each inside its stride) and out.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec.entry))?;
     Ok(())
 }
@@ -1450,7 +1481,8 @@ const LANES_CASES: [&[usize]; 5] = [
 
 /// [`launch_rope_attention_lanes`] on 1 to 8 lanes, each a separate cache of its own
 /// capacity (rows from its position on poisoned with NaN), output and workspace poisoned,
-/// with fresh random inputs, positions on the host and on the device (the grid planned for a
+/// with fresh random inputs (half the cases as column blocks of one packed qkv activation),
+/// positions on the host and on the device (the grid planned for a
 /// long context, as a captured lanes step plans it): every lane's output and caches bit for
 /// bit against [`launch_rope_attention`] on that lane alone (same plan), and every lane's
 /// output against the f64 oracle (RoPE and attention in f64 over the caches it wrote).
@@ -1495,7 +1527,23 @@ pub fn qualify_rope_attention_lanes(
                         })
                     })
                     .collect();
-                let (dk, dv) = (gpu.upload(&k)?, gpu.upload(&v)?);
+                // Half the cases hand the inputs as a step with a stacked qkv projection does
+                // (column blocks of one [lanes, q + 2 kv] activation), half as separate buffers.
+                let (strides, inputs) = if li % 2 == 1 {
+                    let w = qw + 2 * kvw;
+                    let mut x = Vec::with_capacity(n * w);
+                    for i in 0..n {
+                        x.extend_from_slice(&q[i * qw..][..qw]);
+                        x.extend_from_slice(&k[i * kvw..][..kvw]);
+                        x.extend_from_slice(&v[i * kvw..][..kvw]);
+                    }
+                    let blocks = [0, qw, qw + kvw];
+                    (LaneStrides { q: w, kv: w }, (x, blocks))
+                } else {
+                    let x = [&q[..], &k[..], &v[..]].concat();
+                    let blocks = [0, n * qw, n * (qw + kvw)];
+                    (LaneStrides::dense(dims), (x, blocks))
+                };
                 let pos_i32: Vec<i32> = positions.iter().map(|&p| p as i32).collect();
                 let pos_buf = gpu.upload(&pos_i32)?;
                 let scale = 1.0 / (dims.head_dim as f32).sqrt();
@@ -1512,7 +1560,8 @@ pub fn qualify_rope_attention_lanes(
                     let max_keys = lane_pos.max_keys();
                     // (every lane's output row, K caches, V caches) of one path.
                     let run = |lanes: bool| -> Result<Vec<[Vec<f32>; 3]>, GpuError> {
-                        let dq = gpu.upload(&q)?;
+                        let din = gpu.upload(&inputs.0)?;
+                        let [qb, kb, vb] = inputs.1.map(|o| dptr(gpu, &din) + (o * 4) as u64);
                         let bufs: Vec<[AnyBuffer; 2]> = caches
                             .iter()
                             .map(|[kc, vc]| -> Result<_, GpuError> {
@@ -1530,8 +1579,8 @@ pub fn qualify_rope_attention_lanes(
                         let mut ws = AttnWorkspace::new(gpu, dims, DECODE_MAX_T, MAX_CTX)?;
                         poison_workspace(gpu, &mut ws)?;
                         let new = |row: usize| NewKv {
-                            k: dptr(gpu, &dk) + (row * kvw * 4) as u64,
-                            v: dptr(gpu, &dv) + (row * kvw * 4) as u64,
+                            k: kb + (row * strides.kv * 4) as u64,
+                            v: vb + (row * strides.kv * 4) as u64,
                             rope: &rope,
                         };
                         if lanes {
@@ -1539,8 +1588,9 @@ pub fn qualify_rope_attention_lanes(
                                 gpu,
                                 &route,
                                 &mut ws,
-                                dptr(gpu, &dq),
+                                qb,
                                 new(0),
+                                strides,
                                 &ptrs,
                                 dptr(gpu, &out),
                                 lane_pos,
@@ -1558,7 +1608,7 @@ pub fn qualify_rope_attention_lanes(
                                     gpu,
                                     &route,
                                     &mut ws,
-                                    dptr(gpu, &dq) + (i * qw * 4) as u64,
+                                    qb + (i * strides.q * 4) as u64,
                                     new(i),
                                     kc,
                                     vc,
@@ -1589,8 +1639,12 @@ pub fn qualify_rope_attention_lanes(
                         .zip(&together)
                         .all(|(a, b)| (0..3).all(|j| same_bits(&a[j], &b[j])));
                     let note = if device { " (device positions)" } else { "" };
-                    let shape =
-                        format!("{} {} lanes at {positions:?}", dims.describe(), kv.short());
+                    let shape = format!(
+                        "{} {} lanes at {positions:?}{}",
+                        dims.describe(),
+                        kv.short(),
+                        if li % 2 == 1 { ", packed qkv rows" } else { "" }
+                    );
                     outcomes.push(Outcome {
                         route: format!("{entry} (= per-lane rope decode, bits){note}"),
                         shape: shape.clone(),

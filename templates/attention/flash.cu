@@ -26,8 +26,9 @@
   lanes (rope, split mode only): one launch serves up to LANES_MAX separate sequences, each
   one decode row against its own cache. blockIdx.y = lane * n_kv + KV head; the lane's cache
   pointers and host position come from the by-value table `tab`, its device position (if
-  pos_dev is set) from pos_dev[lane]; q, k_new, v_new and final_out are [lanes, ...] with the
-  lane's row at row `lane`, and the workspace holds the lane's partials as row `lane` (the
+  pos_dev is set) from pos_dev[lane]; the lane's q, k_new and v_new rows start at
+  lane * q_stride and lane * kv_stride (so they may be column blocks of one [lanes, qkv]
+  activation), final_out is [lanes, ...] with the lane's row at row `lane`, and the workspace holds the lane's partials as row `lane` (the
   per-lane kernel's bits, as long as the split grid is planned alike).
 
   Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split, rope,
@@ -131,7 +132,10 @@ extern "C" __global__ void __launch_bounds__(NT)
                   int rotary_dim, double theta
 {%- endif %}
 {%- if lanes is defined and lanes %},
-                  LaneTable tab
+                  LaneTable tab,
+                  // floats from one lane's row of q to the next's, and of k_new / v_new (the
+                  // stacked qkv projection's row width when q, k, v are its column blocks)
+                  long long q_stride, long long kv_stride
 {%- endif %})
 {
 {%- if lanes is defined and lanes %}
@@ -141,12 +145,12 @@ extern "C" __global__ void __launch_bounds__(NT)
     vc = tab.v[lane];
     pos0 = tab.pos[lane] + (pos_dev ? pos_dev[lane] : 0);
     {
-        const long long qd_l = (long long)n_heads * HD, kvw_l = (long long)n_kv * HD;
+        const long long qd_l = (long long)n_heads * HD;
         const long long slots = (long long)n_heads * max_splits;
-        q += lane * qd_l;
+        q += lane * q_stride;
         final_out += lane * qd_l;
-        k_new += lane * kvw_l;
-        v_new += lane * kvw_l;
+        k_new += lane * kv_stride;
+        v_new += lane * kv_stride;
         out += lane * slots * HD;
         ml += lane * slots * 2;
     }

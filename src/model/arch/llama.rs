@@ -290,16 +290,20 @@ impl<B: Backend> Llama<B> {
                 self.shape.n_heads * head_dim,
                 self.shape.n_kv_heads * head_dim,
             );
-            let mut q = b.slice_cols(&qkv, 0, qw);
-            let mut k = b.slice_cols(&qkv, qw, kw);
-            let v = b.slice_cols(&qkv, qw + kw, kw);
-            if let Some(qn) = &l.q_norm {
-                q = b.rmsnorm(&q, qn, eps, NormWeight::Plain);
-            }
-            if let Some(kn) = &l.k_norm {
-                k = b.rmsnorm(&k, kn, eps, NormWeight::Plain);
-            }
-            let a = kv.rope_attention(b, li, &mut q, &mut k, &v, head_dim, &self.rope);
+            let a = if l.q_norm.is_none() && l.k_norm.is_none() {
+                kv.rope_attention_qkv(b, li, &qkv, qw, kw, head_dim, &self.rope)
+            } else {
+                let mut q = b.slice_cols(&qkv, 0, qw);
+                let mut k = b.slice_cols(&qkv, qw, kw);
+                let v = b.slice_cols(&qkv, qw + kw, kw);
+                if let Some(qn) = &l.q_norm {
+                    q = b.rmsnorm(&q, qn, eps, NormWeight::Plain);
+                }
+                if let Some(kn) = &l.k_norm {
+                    k = b.rmsnorm(&k, kn, eps, NormWeight::Plain);
+                }
+                kv.rope_attention(b, li, &mut q, &mut k, &v, head_dim, &self.rope)
+            };
             b.linear_add(&mut x, &a, &l.wo, l.bo.as_ref());
             let gu = b.norm_linear(&x, &l.ffn_norm, eps, NormWeight::Plain, &l.gate_up);
             b.swiglu_linear_add(&mut x, &gu, &l.down);

@@ -155,6 +155,33 @@ impl<B: Backend> KvRows<'_, '_, B> {
         }
     }
 
+    /// [`KvRows::rope_attention`] on the column blocks `[q | k | v]` of a stacked projection
+    /// `qkv` (q `q_cols` wide, k and v `kv_cols`), where no norm acts between: lanes read
+    /// them in place where the backend can.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rope_attention_qkv(
+        &mut self,
+        b: &B,
+        layer: usize,
+        qkv: &B::Act,
+        q_cols: usize,
+        kv_cols: usize,
+        head_dim: usize,
+        rope: &crate::engine::backend::Rope,
+    ) -> B::Act {
+        match self {
+            KvRows::One(kv) => {
+                let mut q = b.slice_cols(qkv, 0, q_cols);
+                let mut k = b.slice_cols(qkv, q_cols, kv_cols);
+                let v = b.slice_cols(qkv, q_cols + kv_cols, kv_cols);
+                b.rope_attention(kv, layer, &mut q, &mut k, &v, head_dim, rope)
+            }
+            KvRows::Lanes(kvs) => {
+                b.rope_attention_lanes_qkv(kvs, layer, qkv, q_cols, kv_cols, head_dim, rope)
+            }
+        }
+    }
+
     /// Marks the `rows` rows as held once every layer has run.
     pub(crate) fn advance(&mut self, b: &B, rows: usize) {
         match self {
