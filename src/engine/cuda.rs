@@ -32,7 +32,7 @@
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{DevicePtr, PinnedHostSlice};
 
 use super::backend::{check_lanes, AttnShape, Backend, Rope};
 use crate::formats::{Format, Layout};
@@ -166,6 +166,8 @@ struct LanesGraph {
     io: Option<CudaSlice<i32>>,
     /// Every lane's logits, lane after lane.
     out: Option<CudaSlice<f32>>,
+    /// Page-locked host memory the logits are read through.
+    host: Option<PinnedHostSlice<f32>>,
     captured: Option<CapturedLanes>,
     /// The captured step's activations (see [`StepArena`]).
     arena: Option<Arc<AnyBuffer>>,
@@ -242,6 +244,8 @@ struct StepGraph {
     /// `i32 [id, pos]` and the logits slot, made at the first capture.
     io: Option<CudaSlice<i32>>,
     out: Option<CudaSlice<f32>>,
+    /// Page-locked host memory the logits are read through.
+    host: Option<PinnedHostSlice<f32>>,
     captured: Option<CapturedStep>,
     /// The captured step's activations (see [`StepArena`]); lives as long as its graph.
     arena: Option<Arc<AnyBuffer>>,
@@ -787,6 +791,27 @@ impl CudaBackend {
         Some(out)
     }
 
+    /// The first `len` logits of a captured step's slot `out`, read through page-locked
+    /// memory kept with the step (made at the first read).
+    fn read_logits(
+        &self,
+        out: &CudaSlice<f32>,
+        len: usize,
+        host: &mut Option<PinnedHostSlice<f32>>,
+    ) -> Vec<f32> {
+        if host.as_ref().is_none_or(|h| h.len() < len) {
+            *host = Some(ok(
+                "allocating the logits' host buffer",
+                self.gpu.alloc_pinned(out.len()),
+            ));
+        }
+        let host = host.as_mut().expect("made above");
+        ok(
+            "reading the step's logits",
+            self.gpu.download_via(out, len, host),
+        )
+    }
+
     /// Runs the lanes graph kept in `caches[0]` (checked valid for these caches) for `ids`:
     /// every lane's logits, every cache advanced by one.
     fn run_lanes_graph(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Vec<f32> {
@@ -809,8 +834,7 @@ impl CudaBackend {
         let step = g.captured.as_ref().expect("checked above");
         ok("replaying the lanes step", step.graph.replay());
         let out = g.out.as_ref().expect("made by begin_lanes_capture");
-        let mut logits = ok("reading the lanes step's logits", self.gpu.download(out));
-        logits.truncate(out_len);
+        let logits = self.read_logits(out, out_len, &mut g.host);
         for c in caches.iter_mut() {
             c.len += 1;
         }
@@ -1959,8 +1983,7 @@ impl Backend for CudaBackend {
         let step = cache.step.captured.as_ref().expect("checked above");
         ok("replaying the decode step", step.graph.replay());
         let out = cache.step.out.as_ref().expect("made by begin_step_capture");
-        let mut logits = ok("reading the step's logits", self.gpu.download(out));
-        logits.truncate(out_len);
+        let logits = self.read_logits(out, out_len, &mut cache.step.host);
         cache.len += 1;
         Some(logits)
     }

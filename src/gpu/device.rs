@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{sys, ValidAsZeroBits};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice,
+};
 use dashmap::DashMap;
 
 use super::{driver_available, DriverContext, GpuError};
@@ -219,6 +221,37 @@ impl Gpu {
         dev: &CudaSlice<T>,
     ) -> Result<Vec<T>, GpuError> {
         self.stream.clone_dtoh(dev).ctx("copying from the device")
+    }
+
+    /// Page-locked host memory for `len` f32, for results read back again and again (a
+    /// captured step's logits): the copy lands in it directly, where a copy into pageable
+    /// memory goes through the driver's staging buffers. Plain cached pages: cudarc's
+    /// default, write-combined memory, is slow for the host to read.
+    pub fn alloc_pinned(&self, len: usize) -> Result<PinnedHostSlice<f32>, GpuError> {
+        // SAFETY: the slice is only read (by `download_via`) after a copy has filled it.
+        unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }
+            .ctx("allocating page-locked host memory")
+    }
+
+    /// Copies the first `len` elements of `dev` through the page-locked `host` (at least
+    /// `len` long) into a new `Vec` (waits for the stream).
+    pub fn download_via(
+        &self,
+        dev: &CudaSlice<f32>,
+        len: usize,
+        host: &mut PinnedHostSlice<f32>,
+    ) -> Result<Vec<f32>, GpuError> {
+        assert!(
+            len <= dev.len() && len <= host.len(),
+            "download_via: {len} elements"
+        );
+        self.stream
+            .memcpy_dtoh(&dev.slice(0..len), host)
+            .ctx("copying from the device")?;
+        // The copy is asynchronous, and with the context's event tracking off (see
+        // `Gpu::new`) `as_slice` does not wait for it: wait for the stream here.
+        self.synchronize()?;
+        Ok(host.as_slice().ctx("reading the copy")?[..len].to_vec())
     }
 
     /// A zeroed device buffer of `len` elements.
