@@ -24,7 +24,7 @@ mod qualify;
 pub mod reference;
 
 pub use bench::bench;
-pub use qualify::{check_step_route, qualify, qualify_prefill};
+pub use qualify::{check_step_route, qualify, qualify_decode, qualify_prefill};
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use serde::Serialize;
@@ -265,6 +265,8 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
+            t(16, 8, 1, 8, true),
+            t(16, 8, 1, 4, true),
             g(6, 0, 0),
             g(4, 4, 3),
         ],
@@ -273,6 +275,8 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
+            t(16, 8, 1, 8, true),
+            t(16, 8, 1, 4, true),
             g(6, 0, 0),
             g(4, 4, 3),
         ],
@@ -300,8 +304,10 @@ impl RecurrentRoute {
         // Grouped tiles (several column tiles of one key head per block) have their own
         // template, staged through shared memory when `stages` is set; the rest take the
         // per-tile kernel, which alone has the scalar/vector choice.
+        // Every step template waits (PDL) after the loads of what the step does not write.
         let spec = |family: &'static str, template: &'static str| {
             KernelSpec::new(family, template, entry.clone())
+                .programmatic()
                 .param("mode", self.mode)
                 .param("state", self.state.cuda_type())
                 .param("lpr", self.tile.lpr)
@@ -532,6 +538,7 @@ fn norm_spec(out: crate::ops::DType) -> KernelSpec {
     )
     .param("out_type", out.cuda_type())
     .param("block", NORM_BLOCK)
+    .programmatic()
 }
 
 fn convert_spec(to_f32: bool) -> KernelSpec {
@@ -715,6 +722,12 @@ pub struct RecordBufs {
 
 /// Queues the fused recurrent kernel. `out` (`[lanes][t][HV][dv]` f32) is required for
 /// step and record, `rec` for record, `counts` (`[lanes]` i32, each <= t) for replay.
+///
+/// The launch is programmatic (PDL) where the device takes it: the kernel reads the state,
+/// the conv state and the weights before it waits for the kernel ahead of it. So that
+/// kernel must not write `st` (two launches on the same state need another kernel, e.g.
+/// the output norm, or a host copy, between them); the inputs, `out`, `rec` and `counts`
+/// may come from it.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_recurrent(
     gpu: &Gpu,
@@ -749,7 +762,7 @@ pub fn launch_recurrent(
         return Ok(());
     }
     let spec = route.spec();
-    let f = gpu.function(&spec)?;
+    let kernel = gpu.kernel(&spec)?;
     let cfg = if route.tile.group > 0 {
         // gdn/grouped.cu: q/k of every token, q.k and the gates in dynamic shared memory;
         // gdn/staged.cu: the stages before them.
@@ -760,7 +773,7 @@ pub fn launch_recurrent(
             smem += route.tile.stages as usize * stage;
         }
         if smem > 48 * 1024 {
-            set_smem(&f, smem)?;
+            set_smem(kernel.function(), smem)?;
         }
         LaunchConfig {
             grid_dim: ((d.hk * route.tile.parts(d)) as u32, 1, st.lanes as u32),
@@ -786,7 +799,7 @@ pub fn launch_recurrent(
         counts.unwrap_or(0),
     );
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&kernel);
     b.arg(&x.mixed)
         .arg(&x.a)
         .arg(&x.b)
@@ -825,14 +838,14 @@ pub fn launch_out_norm(
         return Ok(());
     }
     let spec = norm_spec(out);
-    let f = gpu.function(&spec)?;
+    let kernel = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
         grid_dim: (rows as u32, 1, 1),
         block_dim: (NORM_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     let dv = w.dims.dv as i32;
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&kernel);
     b.arg(&o)
         .arg(&z)
         .arg(&w.norm_w)
