@@ -237,7 +237,9 @@ impl Tile {
 /// The registered tiles per storage type: the first fitting one is the default (one lane:
 /// the per-tile kernel is fastest there). The grouped g6 tile and the staged g4s4m3 one
 /// are the best of bench/gdn runs 4 and 5 at 8 lanes (g1, g3, g3s3m3, g6s4m3, g12s6 and the
-/// 4-warp / 64-column grouped tiles lost everywhere and were dropped).
+/// 4-warp / 64-column grouped tiles lost everywhere and were dropped). The 16-column
+/// per-tile tiles (r1w8, r1w4: more, smaller blocks, as fla launches) lost everywhere in
+/// bench/gdn run 9 (1 lane 4-53% slower than r2w8, 8 lanes 45-100%) and were dropped.
 pub fn tiles(state: StateType) -> Vec<Tile> {
     let t = |lpr, ept, rows, warps, vec| Tile {
         lpr,
@@ -265,8 +267,6 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
-            t(16, 8, 1, 8, true),
-            t(16, 8, 1, 4, true),
             g(6, 0, 0),
             g(4, 4, 3),
         ],
@@ -275,8 +275,6 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(16, 8, 4, 4, true),
             t(16, 8, 4, 8, true),
             t(32, 4, 2, 4, false),
-            t(16, 8, 1, 8, true),
-            t(16, 8, 1, 4, true),
             g(6, 0, 0),
             g(4, 4, 3),
         ],
@@ -344,7 +342,9 @@ impl RecurrentRoute {
     /// models and state types, by 8-40%, in the tuner's run-10 timings,
     /// `bench/tune/README.md`), the grouped g6 kernel from 5 lanes (8 lanes, 27B, `bench/gdn`
     /// run 5: f32 21.2 us against 23.9 us for the best per-tile kernel, f16 16.3 us against
-    /// 16.8 us; too few blocks for 132 SMs at 4 lanes).
+    /// 16.8 us; too few blocks for 132 SMs at 4 lanes). Run 9 (PDL, the prologue in one round
+    /// trip): 1 lane r2w8 f32 4.26 us, f16 3.35 us; at 8 lanes r4w4 (20.1 / 14.2 us) now
+    /// edges g6 (20.5 / 15.6 us) on the 27B; left to the tuner until both models are timed.
     pub fn choose_for_lanes(
         mode: Mode,
         state: StateType,
@@ -1203,6 +1203,30 @@ mod tests {
         assert!(
             PrefillStages::ROUTES.contains(&PrefillStages::route(ChunkMath::F32, ChunkMath::F32))
         );
+    }
+
+    #[test]
+    fn the_decode_step_and_its_norm_launch_programmatically() {
+        // Their templates wait (PDL) after the loads of what the step does not write; the
+        // registry test checks that each such spec's source calls the wait.
+        for mode in Mode::ALL {
+            for state in StateType::ALL {
+                for tile in tiles(state) {
+                    let r = RecurrentRoute {
+                        mode,
+                        state,
+                        tile,
+                        kc: 4,
+                    };
+                    assert!(r.spec().programmatic, "{}", r.spec().entry);
+                }
+            }
+        }
+        for out in crate::ops::DType::ALL {
+            assert!(norm_spec(out).programmatic);
+        }
+        // The prefill's chunk stages do not wait: they stay plain launches.
+        assert!(!chunk_scan_spec(CHUNK_DVT).programmatic);
     }
 
     #[test]
