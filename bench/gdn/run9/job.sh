@@ -23,21 +23,21 @@ sed -i "1s/.*/revision: $rev/" "$R/context.txt" 2>/dev/null
 t0=$(date +%s)
 SITE="$W/site"
 python3 -m pip install -q --no-index --no-deps --target "$SITE" "$D"/whl/*.whl > "$R/pip.txt" 2>&1
-PYTHONPATH="$SITE" timeout 100 python3 tools/peer_fla_gdn.py --out "$R/peer.jsonl" \
+PYTHONPATH="$SITE" timeout 75 python3 tools/peer_fla_gdn.py --out "$R/peer.jsonl" \
     --out-called "$R/peer_called.jsonl" > "$R/peer.txt" 2>&1
 echo "peer exit $? after $(( $(date +%s) - t0 )) s" >> "$R/peer.txt"
 P="$R/peer.jsonl"; PC="$R/peer_called.jsonl"
 if [ ! -s "$P" ]; then P=bench/gdn/run3/peer.jsonl; PC=bench/gdn/run3/peer_called.jsonl; echo "peer from run 3" >> "$R/peer.txt"; fi
 export NINFER_TEMPLATES="$PWD/$D/templates"
-timeout 60 "$W/new" --decode-only --skip-bench --qualify-json "$R/qualify.jsonl" > "$R/qualify.txt" 2>&1
+timeout 50 "$W/new" --decode-only --skip-bench --qualify-json "$R/qualify.jsonl" > "$R/qualify.txt" 2>&1
 echo "qualify exit $? after $(( $(date +%s) - t0 )) s" >> "$R/qualify.txt"
-timeout 45 "$W/new" --decode-only --skip-qualify --rev "$rev" --peer "$P" --peer-called "$PC" \
+timeout 40 "$W/new" --decode-only --skip-qualify --rev "$rev" --peer "$P" --peer-called "$PC" \
     --json "$R/bench_pdl.jsonl" > "$R/bench_pdl.txt" 2>&1
 echo "bench exit $? after $(( $(date +%s) - t0 )) s" >> "$R/bench_pdl.txt"
-NINFER_NO_PDL=1 timeout 45 "$W/new" --decode-only --skip-qualify --rev "$rev" --peer "$P" \
+NINFER_NO_PDL=1 timeout 40 "$W/new" --decode-only --skip-qualify --rev "$rev" --peer "$P" \
     --peer-called "$PC" --json "$R/bench_nopdl.jsonl" > "$R/bench_nopdl.txt" 2>&1
 echo "bench exit $? after $(( $(date +%s) - t0 )) s" >> "$R/bench_nopdl.txt"
-NINFER_TEMPLATES="$PWD/$D/base/templates" timeout 60 "$W/base" --skip-qualify --rev 9524a71 \
+NINFER_TEMPLATES="$PWD/$D/base/templates" timeout 50 "$W/base" --skip-qualify --rev 9524a71 \
     --peer "$P" --peer-called "$PC" --json "$R/bench_base.jsonl" > "$R/bench_base.txt" 2>&1
 echo "bench exit $? after $(( $(date +%s) - t0 )) s" >> "$R/bench_base.txt"
 tar czf "$OUT/run.tgz" -C "$R" .
