@@ -5,7 +5,7 @@
 //!
 //! `gdn_gpu [--seed N] [--peer PEER.jsonl] [--peer-called CALLED.jsonl] [--json BENCH.jsonl]
 //!          [--qualify-json QUALIFY.jsonl] [--rev REV] [--skip-qualify] [--skip-bench]
-//!          [--prefill-only]`
+//!          [--prefill-only | --decode-only]`
 
 use std::process::ExitCode;
 
@@ -79,6 +79,8 @@ fn main() -> ExitCode {
         let t0 = std::time::Instant::now();
         let q = if flag("--prefill-only") {
             gdn::qualify_prefill(&gpu, &mut rng)
+        } else if flag("--decode-only") {
+            gdn::qualify_decode(&gpu, &mut rng)
         } else {
             gdn::qualify(&gpu, &mut rng)
         };
@@ -135,6 +137,8 @@ fn main() -> ExitCode {
                 let p = gdn::drift::realistic_params(&QWEN36_27B, &mut rng);
                 let w = gdn::GdnWeights::upload(&gpu, QWEN36_27B, &p)?;
                 gdn::bench::bench_prefill(&ctx, &w)?
+            } else if flag("--decode-only") {
+                gdn::bench::bench_decode(&ctx, &gdn::bench::bench_weights(&gpu)?)?
             } else {
                 gdn::bench(&ctx)?
             };

@@ -68,7 +68,8 @@ mod tests {
             );
             // A programmatic launch is only for a kernel that waits (render refuses the
             // other way round); the decode step's kernels wait, the exact-mode GEMVs
-            // (stream and ring, every route, and the bf16 stream route) included.
+            // (stream and ring, every route, and the bf16 stream route) and the GDN step and
+            // its output norm included.
             assert!(!spec.programmatic || crate::jit::calls_pdl_wait(&src));
             if [
                 "attention/flash.cu",
@@ -78,6 +79,10 @@ mod tests {
                 "linear/gemv_stream.cu",
                 "linear/gemv_ring.cu",
                 "linear/gemv_mma.cu",
+                "gdn/recurrent.cu",
+                "gdn/grouped.cu",
+                "gdn/staged.cu",
+                "gdn/out_norm.cu",
             ]
             .contains(&spec.template)
             {

@@ -16,6 +16,11 @@
        result is read only at the end, so its round trip is off the critical path.
   The v conv of a column is done in registers by the lanes that hold the column.
 
+  Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a block loads
+  only its first tile's state, v conv weights and windows and the first q/k channel's
+  conv weights and window, into registers (the rules of gdn/recurrent.cu's header); the
+  token inputs (mixed, a, b) and the replay counts come after it.
+
   Params: mode, state, lpr, ept, rows, warps, group (tiles per block), minb (blocks per SM
   the compiler must fit, 0 = no cap), kc. Needs 16-byte
   state slices (dk % ept == 0). Grid (hk * parts, 1, lanes), block warps*32 threads,
@@ -23,6 +28,7 @@
 #}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
 #define LPR {{ lpr }}
 #define EPT {{ ept }}
 #define RPT {{ rows }}
@@ -114,16 +120,12 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
     const int sub = lane / LPR;
     const int i0 = lir * EPT;
     const bool in_slice = i0 < dk;   // dk % EPT == 0: a slice is all in or all out
-#if defined(MODE_REPLAY)
-    const int ntok = counts[lane_id];
-#else
-    const int ntok = T;
-#endif
     const long long tok_base = (long long)lane_id * T;
     const long long cs_base = (long long)lane_id * conv_dim;
 
-    // Issues the loads of tile u (columns of value head kh*r + u/ntiles) into `f`.
-    auto fetch = [&](int u, GrpTile& f) {
+    // Issues the loads of tile u (columns of value head kh*r + u/ntiles) into `f`; the
+    // token-0 inputs only `with_x` (fetch_x adds them, after the PDL wait).
+    auto fetch = [&](int u, GrpTile& f, bool with_x) {
         const int h = kh * r + u / ntiles;
         const int row0 = (u % ntiles) * TILE_ROWS;
         const long long head_base = ((long long)lane_id * hv + h) * dv;
@@ -148,16 +150,44 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
             const int ch = 2 * kd + h * dv + j;
             float v = 0.0f;
             if (rr < RPT && j < dv) {
-                v = q < KC ? conv_w[(long long)ch * KC + q]
-                  : q < NITEM - 1 ? conv_state[(cs_base + ch) * (KC - 1) + (q - KC)]
-                  : mixed[tok_base * conv_dim + ch];
+                if (q < KC) v = conv_w[(long long)ch * KC + q];
+                else if (q < NITEM - 1) v = conv_state[(cs_base + ch) * (KC - 1) + (q - KC)];
+                else if (with_x) v = mixed[tok_base * conv_dim + ch];
             }
             f.pk[m] = v;
         }
     };
+    auto fetch_x = [&](int u, GrpTile& f) {
+        const int h = kh * r + u / ntiles;
+        const int row0 = (u % ntiles) * TILE_ROWS;
+#pragma unroll
+        for (int m = 0; m < PKN; ++m) {
+            const int id = lir + LPR * m;
+            const int rr = id / NITEM, q = id % NITEM;
+            const int j = row0 + (warp * RPT + rr) * SUBROWS + sub;
+            if (rr < RPT && j < dv && q == NITEM - 1) f.pk[m] = mixed[tok_base * conv_dim + 2 * kd + h * dv + j];
+        }
+    };
 
     GrpTile cur;
-    if (u0 < u1) fetch(u0, cur);
+    if (u0 < u1) fetch(u0, cur, false);
+    // The first q/k channel's conv weights and window (most threads have only that one).
+    float cw0[KC], win0[KC > 1 ? KC - 1 : 1];
+    if (tid < 2 * dk) {
+        const int ch = tid < dk ? kh * dk + tid : kd + kh * dk + (tid - dk);
+#pragma unroll
+        for (int m = 0; m < KC; ++m) cw0[m] = conv_w[(long long)ch * KC + m];
+#pragma unroll
+        for (int m = 0; m < KC - 1; ++m) win0[m] = conv_state[(cs_base + ch) * (KC - 1) + m];
+    }
+    NINFER_PDL_WAIT();     // the predecessor's output (the token inputs) is visible from here on
+    NINFER_PDL_TRIGGER();
+#if defined(MODE_REPLAY)
+    const int ntok = counts[lane_id];
+#else
+    const int ntok = T;
+#endif
+    if (u0 < u1) fetch_x(u0, cur);
 
     // 1. q/k conv of key head kh for every token: raw inputs into ybuf first (independent
     // loads), then the conv in place; the final windows go to wfin.
@@ -166,9 +196,10 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
         const int col = c < dk ? c : DKMAX + (c - dk);
         float cw[KC], win[KC > 1 ? KC - 1 : 1];
 #pragma unroll
-        for (int m = 0; m < KC; ++m) cw[m] = conv_w[(long long)ch * KC + m];
+        for (int m = 0; m < KC; ++m) cw[m] = c == tid ? cw0[m] : conv_w[(long long)ch * KC + m];
 #pragma unroll
-        for (int m = 0; m < KC - 1; ++m) win[m] = conv_state[(cs_base + ch) * (KC - 1) + m];
+        for (int m = 0; m < KC - 1; ++m)
+            win[m] = c == tid ? win0[m] : conv_state[(cs_base + ch) * (KC - 1) + m];
 #pragma unroll 4
         for (int t = 0; t < ntok; ++t) ybuf[t * 2 * DKMAX + col] = mixed[(tok_base + t) * conv_dim + ch];
         for (int t = 0; t < ntok; ++t) {
@@ -237,7 +268,7 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
 #pragma unroll 1
     for (int u = u0; u < u1; ++u) {
         GrpTile nxt;
-        if (u + 1 < u1) fetch(u + 1, nxt);
+        if (u + 1 < u1) fetch(u + 1, nxt, true);
         const int hr = u / ntiles;
         const int h = kh * r + hr;
         const int row0 = (u % ntiles) * TILE_ROWS;

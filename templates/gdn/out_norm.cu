@@ -3,9 +3,11 @@
     y = o * rsqrt(mean(o^2) + eps) * w * silu(z)     (plain w, shared by heads; f32 math)
   Params: out_type ("float" | "bf16_t"), block (threads, a multiple of 32).
   o, z: [rows][dv] f32; w: [dv] f32; y: [rows][dv] out_type.
+  Launched programmatically (common/pdl.cuh): it waits before its first load.
 #}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
 
 extern "C" __global__ void __launch_bounds__({{ block }})
 {{ kernel_name }}(const float* __restrict__ o,
@@ -16,6 +18,8 @@ extern "C" __global__ void __launch_bounds__({{ block }})
                   float eps)
 {
     __shared__ float scratch[32];
+    NINFER_PDL_WAIT();     // the predecessor's output is visible from here on
+    NINFER_PDL_TRIGGER();
     const long long base = (long long)blockIdx.x * dv;
     float ss = 0.0f;
     for (int j = threadIdx.x; j < dv; j += {{ block }}) ss = fmaf(o[base + j], o[base + j], ss);

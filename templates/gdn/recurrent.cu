@@ -37,9 +37,17 @@
   tiles of a key head: every such block reads it into shared memory, then counts itself
   in (an atomic counter); the last to arrive writes the new windows when it ends, so no
   block reads a half-written window. The counter goes back to zero.
+
+  Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a block only
+  loads what no kernel of the step writes right before it: its state tile, the conv
+  weights and its channels' conv windows (this kernel alone writes the state and the conv
+  state, so the launch right ahead of it must not be another step on the same state:
+  launch_recurrent says so). Those loads go into registers, so that without the
+  attribute (wait a no-op) the token inputs loaded after it still share their round trip.
 #}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
 #define LPR {{ lpr }}
 #define EPT {{ ept }}
 #define RPT {{ rows }}
@@ -49,6 +57,7 @@
 #define SUBROWS (32 / LPR)
 #define TILE_ROWS (WARPS * RPT * SUBROWS)
 #define NCHMAX (2 * DKMAX + TILE_ROWS)
+#define CITER ((NCHMAX + WARPS * 32 - 1) / (WARPS * 32))   // channel loop trips per thread
 #define MODE_{{ mode | upper }} 1
 #define VEC {% if vec %}1{% else %}0{% endif %}
 typedef {{ state }} state_t;
@@ -94,11 +103,6 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32{% if minb > 0 %}, {{ min
     const int sub = lane / LPR;           // row group in warp
     const int i0 = lir * EPT;             // first element of the column slice
     const int valid = dk - i0;            // elements of the slice inside dk
-#if defined(MODE_REPLAY)
-    const int ntok = counts[lane_id];
-#else
-    const int ntok = T;
-#endif
     const long long head_base = ((long long)lane_id * hv + h) * dv;  // column index base
 
     // The state tile first, so its loads are in flight during the conv prologue.
@@ -114,23 +118,55 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32{% if minb > 0 %}, {{ min
         }
     }
 
-    // Channels of this block: q (dk) and k (dk) of key head kh, then v of the tile's columns.
-    for (int c = tid; c < nch; c += WARPS * 32) {
-        const int ch = c < dk ? kh * dk + c
-                     : c < 2 * dk ? kd + kh * dk + (c - dk)
-                     : 2 * kd + h * dv + row0 + (c - 2 * dk);
+    // Channels of this block: q (dk) and k (dk) of key head kh, then v of the tile's
+    // columns. Every trip's loads are issued before any is stored to shared memory (one
+    // round trip, not one per trip); weights and windows before the wait, inputs after.
+    auto chan = [&](int c) {
+        return c < dk ? kh * dk + c
+             : c < 2 * dk ? kd + kh * dk + (c - dk)
+             : 2 * kd + h * dv + row0 + (c - 2 * dk);
+    };
+    float pcw[CITER][KC], pwin[CITER][KC > 1 ? KC - 1 : 1], px0[CITER];
 #pragma unroll
-        for (int j = 0; j < KC; ++j) cw[c][j] = conv_w[(long long)ch * KC + j];
+    for (int it = 0; it < CITER; ++it) {
+        const int c = tid + it * WARPS * 32;
+        if (c < nch) {
+            const int ch = chan(c);
 #pragma unroll
-        for (int j = 0; j < KC - 1; ++j)
-            win[c][j] = conv_state[((long long)lane_id * conv_dim + ch) * (KC - 1) + j];
-        xin0[c] = mixed[(long long)lane_id * T * conv_dim + ch];
+            for (int j = 0; j < KC; ++j) pcw[it][j] = conv_w[(long long)ch * KC + j];
+#pragma unroll
+            for (int j = 0; j < KC - 1; ++j)
+                pwin[it][j] = conv_state[((long long)lane_id * conv_dim + ch) * (KC - 1) + j];
+        }
     }
     const float scale = rsqrtf((float)dk);
     const float neg_a = -expf(a_log[h]);
     const float dtb = dt_bias[h];
+    NINFER_PDL_WAIT();     // the predecessor's output (the token inputs) is visible from here on
+    NINFER_PDL_TRIGGER();
+#if defined(MODE_REPLAY)
+    const int ntok = counts[lane_id];
+#else
+    const int ntok = T;
+#endif
+#pragma unroll
+    for (int it = 0; it < CITER; ++it) {
+        const int c = tid + it * WARPS * 32;
+        if (c < nch) px0[it] = mixed[(long long)lane_id * T * conv_dim + chan(c)];
+    }
     const float a0 = a_in[(long long)lane_id * T * hv + h];
     const float b0 = b_in[(long long)lane_id * T * hv + h];
+#pragma unroll
+    for (int it = 0; it < CITER; ++it) {
+        const int c = tid + it * WARPS * 32;
+        if (c < nch) {
+#pragma unroll
+            for (int j = 0; j < KC; ++j) cw[c][j] = pcw[it][j];
+#pragma unroll
+            for (int j = 0; j < KC - 1; ++j) win[c][j] = pwin[it][j];
+            xin0[c] = px0[it];
+        }
+    }
     __syncthreads();
 #if !defined(MODE_RECORD)
     // Every read of the conv state is done (it sits in win): count this block in. The

@@ -8,6 +8,12 @@
   memory. So about (stages-1) x 16 KB (32-column f32 tile) stay in flight per block
   without registers, and the register count stays near the per-tile kernel's.
 
+  Programmatic dependent launch (common/pdl.cuh): the first stages-1 tiles' copies of
+  the state, v conv weights and windows, and the first q/k channel's conv weights and
+  window, go out before NINFER_PDL_WAIT() (the rules of gdn/recurrent.cu's header); those
+  tiles' token-0 inputs are loaded after it (plain loads into their stage slots), as are
+  all other token inputs and the replay counts.
+
   Params: mode, state, lpr, ept, rows, warps, group (tiles per block), stages (>= 2),
   minb, kc. Needs 16-byte state slices (dk % ept == 0). Grid (hk * parts, 1, lanes),
   block warps*32 threads, dynamic shared memory
@@ -16,6 +22,7 @@
 #}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
 #define LPR {{ lpr }}
 #define EPT {{ ept }}
 #define RPT {{ rows }}
@@ -120,16 +127,12 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
     const int sub = lane / LPR;
     const int i0 = lir * EPT;
     const bool in_slice = i0 < dk;   // dk % EPT == 0: a slice is all in or all out
-#if defined(MODE_REPLAY)
-    const int ntok = counts[lane_id];
-#else
-    const int ntok = T;
-#endif
     const long long tok_base = (long long)lane_id * T;
     const long long cs_base = (long long)lane_id * conv_dim;
 
-    // Issues the copies of tile u (columns of value head kh*r + u/ntiles) into stage st.
-    auto issue = [&](int u, int st) {
+    // Issues the copies of tile u (columns of value head kh*r + u/ntiles) into stage st;
+    // the token-0 inputs only `with_x` (load_x adds them, after the PDL wait).
+    auto issue = [&](int u, int st, bool with_x) {
         const int h = kh * r + u / ntiles;
         const int row0 = (u % ntiles) * TILE_ROWS;
         const int nrows = min(TILE_ROWS, dv - row0);
@@ -156,15 +159,44 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
                 p = mixed + tok_base * conv_dim + ch0 + row;
             }
             const bool ok = row < nrows;
-            stg_cp4(it + e, ok ? p : conv_w, ok);
+            if (with_x || e < TILE_ROWS * (2 * KC - 1)) stg_cp4(it + e, ok ? p : conv_w, ok);
         }
     };
+    auto load_x = [&](int u, int st) {
+        const int h = kh * r + u / ntiles;
+        const int row0 = (u % ntiles) * TILE_ROWS;
+        const int nrows = min(TILE_ROWS, dv - row0);
+        float* x0 = reinterpret_cast<float*>(smem_raw + st * ST_BYTES + ST_STATE_BYTES)
+                  + TILE_ROWS * (2 * KC - 1);
+        for (int row = tid; row < TILE_ROWS; row += NT)
+            x0[row] = row < nrows ? mixed[tok_base * conv_dim + 2 * kd + h * dv + row0 + row] : 0.0f;
+    };
 
-    // The first STAGES-1 tiles' copies go out before the q/k phase.
+    // The first STAGES-1 tiles' copies go out before the q/k phase (and the PDL wait).
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
-        if (u0 + st < u1) issue(u0 + st, st);
+        if (u0 + st < u1) issue(u0 + st, st, false);
         stg_commit();
+    }
+    // The first q/k channel's conv weights and window (most threads have only that one).
+    float cw0[KC], win0[KC1];
+    if (tid < 2 * dk) {
+        const int ch = tid < dk ? kh * dk + tid : kd + kh * dk + (tid - dk);
+#pragma unroll
+        for (int m = 0; m < KC; ++m) cw0[m] = conv_w[(long long)ch * KC + m];
+#pragma unroll
+        for (int m = 0; m < KC - 1; ++m) win0[m] = conv_state[(cs_base + ch) * (KC - 1) + m];
+    }
+    NINFER_PDL_WAIT();     // the predecessor's output (the token inputs) is visible from here on
+    NINFER_PDL_TRIGGER();
+#if defined(MODE_REPLAY)
+    const int ntok = counts[lane_id];
+#else
+    const int ntok = T;
+#endif
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; ++st) {
+        if (u0 + st < u1) load_x(u0 + st, st);
     }
 
     // 1. q/k conv of key head kh for every token: raw inputs into ybuf first (independent
@@ -174,9 +206,10 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
         const int col = c < dk ? c : DKMAX + (c - dk);
         float cw[KC], win[KC1];
 #pragma unroll
-        for (int m = 0; m < KC; ++m) cw[m] = conv_w[(long long)ch * KC + m];
+        for (int m = 0; m < KC; ++m) cw[m] = c == tid ? cw0[m] : conv_w[(long long)ch * KC + m];
 #pragma unroll
-        for (int m = 0; m < KC - 1; ++m) win[m] = conv_state[(cs_base + ch) * (KC - 1) + m];
+        for (int m = 0; m < KC - 1; ++m)
+            win[m] = c == tid ? win0[m] : conv_state[(cs_base + ch) * (KC - 1) + m];
 #pragma unroll 4
         for (int t = 0; t < ntok; ++t) ybuf[t * 2 * DKMAX + col] = mixed[(tok_base + t) * conv_dim + ch];
         for (int t = 0; t < ntok; ++t) {
@@ -247,7 +280,7 @@ extern "C" __global__ void __launch_bounds__(NT{% if minb > 0 %}, {{ minb }}{% e
         const int i = u - u0;
         stg_wait<STAGES - 2>();
         __syncthreads();   // every thread's copies of tile i landed; tile i-1's stage is free
-        if (u + STAGES - 1 < u1) issue(u + STAGES - 1, (i + STAGES - 1) % STAGES);
+        if (u + STAGES - 1 < u1) issue(u + STAGES - 1, (i + STAGES - 1) % STAGES, true);
         stg_commit();
         const unsigned char* base = smem_raw + (i % STAGES) * ST_BYTES;
         const state_t* sst = reinterpret_cast<const state_t*>(base);

@@ -168,11 +168,25 @@ pub fn time_prefill_stages(
 /// Decode at 1 and 8 lanes (f32 and f16 state, every vector tile) and chunked prefill at
 /// 512 and 4096 tokens, at the 27B shape.
 pub fn bench(ctx: &BenchCtx) -> Result<Vec<BenchRecord>, GpuError> {
-    let gpu = ctx.gpu;
+    let w = bench_weights(ctx.gpu)?;
+    let mut out = bench_decode(ctx, &w)?;
+    out.extend(bench_prefill(ctx, &w)?);
+    Ok(out)
+}
+
+/// The 27B layer's weights the benchmarks use (seeded).
+pub fn bench_weights(gpu: &Gpu) -> Result<GdnWeights, GpuError> {
     let d = QWEN36_27B;
     let mut rng = StdRng::seed_from_u64(7);
     let p = realistic_params(&d, &mut rng);
-    let w = GdnWeights::upload(gpu, d, &p)?;
+    GdnWeights::upload(gpu, d, &p)
+}
+
+/// The decode step at 1 and 8 lanes, f32 and f16 state, every vector tile. The graph's
+/// launches follow each other directly, so with PDL on (the device switch) each overlaps
+/// its predecessor's tail as the engine's decode step does (`NINFER_NO_PDL=1`: without).
+pub fn bench_decode(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>, GpuError> {
+    let (gpu, d) = (ctx.gpu, w.dims);
     let mut out = Vec::new();
     for lanes in [1usize, 8] {
         for ty in StateType::ALL {
@@ -180,7 +194,7 @@ pub fn bench(ctx: &BenchCtx) -> Result<Vec<BenchRecord>, GpuError> {
                 if !route.tile.vec {
                     continue;
                 }
-                let us = time_decode(gpu, &route, &w, lanes)?;
+                let us = time_decode(gpu, &route, w, lanes)?;
                 let (sb, ob) = decode_bytes(&d, ty);
                 let flops = (lanes * d.hv * d.dk * d.dv * 8) as f64;
                 out.push(ctx.record(
@@ -194,7 +208,6 @@ pub fn bench(ctx: &BenchCtx) -> Result<Vec<BenchRecord>, GpuError> {
             }
         }
     }
-    out.extend(bench_prefill(ctx, &w)?);
     Ok(out)
 }
 

@@ -24,7 +24,7 @@ mod qualify;
 pub mod reference;
 
 pub use bench::bench;
-pub use qualify::{check_step_route, qualify, qualify_prefill};
+pub use qualify::{check_step_route, qualify, qualify_decode, qualify_prefill};
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use serde::Serialize;
@@ -237,7 +237,9 @@ impl Tile {
 /// The registered tiles per storage type: the first fitting one is the default (one lane:
 /// the per-tile kernel is fastest there). The grouped g6 tile and the staged g4s4m3 one
 /// are the best of bench/gdn runs 4 and 5 at 8 lanes (g1, g3, g3s3m3, g6s4m3, g12s6 and the
-/// 4-warp / 64-column grouped tiles lost everywhere and were dropped).
+/// 4-warp / 64-column grouped tiles lost everywhere and were dropped). The 16-column
+/// per-tile tiles (r1w8, r1w4: more, smaller blocks, as fla launches) lost everywhere in
+/// bench/gdn run 9 (1 lane 4-53% slower than r2w8, 8 lanes 45-100%) and were dropped.
 pub fn tiles(state: StateType) -> Vec<Tile> {
     let t = |lpr, ept, rows, warps, vec| Tile {
         lpr,
@@ -300,8 +302,10 @@ impl RecurrentRoute {
         // Grouped tiles (several column tiles of one key head per block) have their own
         // template, staged through shared memory when `stages` is set; the rest take the
         // per-tile kernel, which alone has the scalar/vector choice.
+        // Every step template waits (PDL) after the loads of what the step does not write.
         let spec = |family: &'static str, template: &'static str| {
             KernelSpec::new(family, template, entry.clone())
+                .programmatic()
                 .param("mode", self.mode)
                 .param("state", self.state.cuda_type())
                 .param("lpr", self.tile.lpr)
@@ -338,7 +342,9 @@ impl RecurrentRoute {
     /// models and state types, by 8-40%, in the tuner's run-10 timings,
     /// `bench/tune/README.md`), the grouped g6 kernel from 5 lanes (8 lanes, 27B, `bench/gdn`
     /// run 5: f32 21.2 us against 23.9 us for the best per-tile kernel, f16 16.3 us against
-    /// 16.8 us; too few blocks for 132 SMs at 4 lanes).
+    /// 16.8 us; too few blocks for 132 SMs at 4 lanes). Run 9 (PDL, the prologue in one round
+    /// trip): 1 lane r2w8 f32 4.26 us, f16 3.35 us; at 8 lanes r4w4 (20.1 / 14.2 us) now
+    /// edges g6 (20.5 / 15.6 us) on the 27B; left to the tuner until both models are timed.
     pub fn choose_for_lanes(
         mode: Mode,
         state: StateType,
@@ -532,6 +538,7 @@ fn norm_spec(out: crate::ops::DType) -> KernelSpec {
     )
     .param("out_type", out.cuda_type())
     .param("block", NORM_BLOCK)
+    .programmatic()
 }
 
 fn convert_spec(to_f32: bool) -> KernelSpec {
@@ -715,6 +722,12 @@ pub struct RecordBufs {
 
 /// Queues the fused recurrent kernel. `out` (`[lanes][t][HV][dv]` f32) is required for
 /// step and record, `rec` for record, `counts` (`[lanes]` i32, each <= t) for replay.
+///
+/// The launch is programmatic (PDL) where the device takes it: the kernel reads the state,
+/// the conv state and the weights before it waits for the kernel ahead of it. So that
+/// kernel must not write `st` (two launches on the same state need another kernel, e.g.
+/// the output norm, or a host copy, between them); the inputs, `out`, `rec` and `counts`
+/// may come from it.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_recurrent(
     gpu: &Gpu,
@@ -749,7 +762,7 @@ pub fn launch_recurrent(
         return Ok(());
     }
     let spec = route.spec();
-    let f = gpu.function(&spec)?;
+    let kernel = gpu.kernel(&spec)?;
     let cfg = if route.tile.group > 0 {
         // gdn/grouped.cu: q/k of every token, q.k and the gates in dynamic shared memory;
         // gdn/staged.cu: the stages before them.
@@ -760,7 +773,7 @@ pub fn launch_recurrent(
             smem += route.tile.stages as usize * stage;
         }
         if smem > 48 * 1024 {
-            set_smem(&f, smem)?;
+            set_smem(kernel.function(), smem)?;
         }
         LaunchConfig {
             grid_dim: ((d.hk * route.tile.parts(d)) as u32, 1, st.lanes as u32),
@@ -786,7 +799,7 @@ pub fn launch_recurrent(
         counts.unwrap_or(0),
     );
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&kernel);
     b.arg(&x.mixed)
         .arg(&x.a)
         .arg(&x.b)
@@ -825,14 +838,14 @@ pub fn launch_out_norm(
         return Ok(());
     }
     let spec = norm_spec(out);
-    let f = gpu.function(&spec)?;
+    let kernel = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
         grid_dim: (rows as u32, 1, 1),
         block_dim: (NORM_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     let dv = w.dims.dv as i32;
-    let mut b = gpu.stream().launch_builder(&f);
+    let mut b = gpu.launch(&kernel);
     b.arg(&o)
         .arg(&z)
         .arg(&w.norm_w)
@@ -1190,6 +1203,30 @@ mod tests {
         assert!(
             PrefillStages::ROUTES.contains(&PrefillStages::route(ChunkMath::F32, ChunkMath::F32))
         );
+    }
+
+    #[test]
+    fn the_decode_step_and_its_norm_launch_programmatically() {
+        // Their templates wait (PDL) after the loads of what the step does not write; the
+        // registry test checks that each such spec's source calls the wait.
+        for mode in Mode::ALL {
+            for state in StateType::ALL {
+                for tile in tiles(state) {
+                    let r = RecurrentRoute {
+                        mode,
+                        state,
+                        tile,
+                        kc: 4,
+                    };
+                    assert!(r.spec().programmatic, "{}", r.spec().entry);
+                }
+            }
+        }
+        for out in crate::ops::DType::ALL {
+            assert!(norm_spec(out).programmatic);
+        }
+        // The prefill's chunk stages do not wait: they stay plain launches.
+        assert!(!chunk_scan_spec(CHUNK_DVT).programmatic);
     }
 
     #[test]

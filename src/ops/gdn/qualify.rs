@@ -751,6 +751,16 @@ pub fn qualify_prefill(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, Gp
 
 /// Every GDN route at every qualify shape, record/replay exactness, and the GPU drift run.
 pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    qualify_routes(gpu, rng, true)
+}
+
+/// [`qualify`] without the prefill routes: the decode step (direct, batch update,
+/// record/replay), the output norm and the drift run.
+pub fn qualify_decode(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    qualify_routes(gpu, rng, false)
+}
+
+fn qualify_routes(gpu: &Gpu, rng: &mut impl Rng, prefill: bool) -> Result<Vec<Outcome>, GpuError> {
     let mut outcomes = Vec::new();
     for (label, d) in shapes() {
         let big = d.hv >= 32;
@@ -765,7 +775,7 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
                 let c = Case::new(d, &p, t + 1, t, state, rng);
                 check_record_replay(gpu, route.tile, state, &c, label, &mut outcomes)?;
             }
-            if d.dk <= CHUNK_DKMAX {
+            if prefill && d.dk <= CHUNK_DKMAX {
                 let (seqs, t) = match label {
                     "27B" => (1, 200),
                     "35B-A3B" => (2, 70),
@@ -782,7 +792,9 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
             }
         }
     }
-    check_prefill_long(gpu, rng, &mut outcomes)?;
+    if prefill {
+        check_prefill_long(gpu, rng, &mut outcomes)?;
+    }
     let seed: u64 = rng.random();
     for width in [1, 4] {
         let r = gpu_drift(gpu, &QWEN36_27B, 4096, width, seed)?;
