@@ -1451,9 +1451,14 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
     }
 
+    // The filter is matched against "<what> <N>x<K> T=<t>" (so "linear_exact q4_g64
+    // 17408x5120 T=1" times one shape at one T); `|` separates alternatives.
+    let wanted = |key: &str| filter.is_none_or(|f| f.split('|').any(|p| key.contains(p)));
     for (fmt, (n, k), per_t) in plan {
         let what = format!("linear_exact {}", fmt.name);
-        if filter.is_some_and(|f| !what.contains(f)) {
+        let key = |t: usize| format!("{what} {n}x{k} T={t}");
+        let per_t: Vec<_> = per_t.into_iter().filter(|(t, _)| wanted(&key(*t))).collect();
+        if per_t.is_empty() {
             continue;
         }
         let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
