@@ -1443,6 +1443,10 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
         plan.push((q4, shape, per_t));
     }
+    // The 27B's other layer shapes (attention and GDN projections), T = 1, every split.
+    for shape in [(10240, 5120), (5120, 6144)] {
+        plan.push((q4, shape, vec![(1, tiles(q4, 1))]));
+    }
     for name in ["q8_g32", "q6_g64"] {
         let f = crate::formats::format(name).expect("registered");
         for shape in [STREAM_SHAPES[0], STREAM_SHAPES[1]] {
