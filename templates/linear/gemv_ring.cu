@@ -106,6 +106,8 @@
 {%- else %}
 #define PRO_SWIGLU 0
 {%- endif %}
+// Stages of weights requested into L2 ahead of the ring (see prefetch() below).
+#define PF_STAGES 2
 #if PRO_RMS || PRO_SWIGLU
 #define STAGE_BATCH 2
 #else
@@ -155,6 +157,17 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// A hint to bring `bytes` (a multiple of 16, 16-byte aligned) at p into L2; nothing waits
+// on it, nothing is written. sm_90: one bulk request (the copy engine walks it); below,
+// one prefetch per 128-byte line.
+__device__ __forceinline__ void prefetch_l2(const void* p, int bytes) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+    for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"((const u8*)p + o));
+#endif
+}
 
 __device__ __forceinline__ void load_x8(const float* p, float* o) {
     const float4 a = __ldg((const float4*)p);
@@ -232,9 +245,31 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         if (++islot == STAGES) islot = 0;
     };
 
+    // Stage i + PF_STAGES requested into L2 when stage i is issued into the ring, so that
+    // DRAM has PF_STAGES more stages of this warp queued than the ring holds: before the
+    // wait (the previous kernel's tail, the activation staging) and at the end (the last
+    // stages come from L2). Lane r asks for row r's weights, lane ROWS + r for its scales.
+    int fp = 0, fj = 0;  // the next stage to request
+    auto prefetch = [&]() {
+        if (fp < passes && active && lane < 2 * ROWS) {
+            const int r = lane < ROWS ? lane : lane - ROWS;
+            const int row = rs0 + fp * ROWS + r;
+            if (row < rs1) {
+                if (lane < ROWS)
+                    prefetch_l2(q + (long long)row * q_row_bytes + (long long)(j0 + fj) * 32 * CB, 32 * CB);
+                else
+                    prefetch_l2(s + (long long)row * s_row_bytes + (long long)(j0 + fj) * SB, SB);
+            }
+        }
+        if (++fj == nr) { fj = 0; ++fp; }
+    };
+
     // Weights first: they do not depend on the kernel before this one.
 #pragma unroll
     for (int i = 0; i < STAGES - 1; ++i) issue();
+    // The L2 requests start past the stages already in flight to the ring.
+    for (int i = 0; i < STAGES - 1; ++i) { if (++fj == nr) { fj = 0; ++fp; } }
+    for (int i = 0; i < PF_STAGES; ++i) prefetch();
 
     // The kernel before this one wrote x (and the residual); nothing above read or wrote
     // global memory but the weights. Every thread, once, on the only path.
@@ -358,6 +393,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     for (int i = 0; i < nstages; ++i) {
         __syncwarp();  // every lane is done reading the slot that issue() refills
         issue();
+        prefetch();
         cp_async_wait<STAGES - 1>();
         __syncwarp();  // the scales other lanes copied are visible
         const u8* slot = my_ring + cslot * STAGE_BYTES;
