@@ -1455,13 +1455,19 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
     }
 
-    // The filter is matched against "<what> <N>x<K> T=<t>" (so "linear_exact q4_g64
-    // 17408x5120 T=1" times one shape at one T); `|` separates alternatives.
+    // The filter is matched against each record's "<what> <shape>" (so "q4_g64 x20 T=1
+    // N=17408 K=5120" times one shape at one T); `|` separates alternatives, as in
+    // `ninfer bench`'s own filter.
     let wanted = |key: &str| filter.is_none_or(|f| f.split('|').any(|p| key.contains(p)));
     for (fmt, (n, k), per_t) in plan {
         let what = format!("linear_exact {}", fmt.name);
-        let key = |t: usize| format!("{what} {n}x{k} T={t}");
-        let per_t: Vec<_> = per_t.into_iter().filter(|(t, _)| wanted(&key(*t))).collect();
+        let key = |t: usize, w: &str| format!("{w} T={t} N={n} K={k}");
+        let per_t: Vec<_> = per_t
+            .into_iter()
+            .filter(|(t, _)| {
+                wanted(&key(*t, &what)) || wanted(&key(*t, &format!("{what} x{BATCH}")))
+            })
+            .collect();
         if per_t.is_empty() {
             continue;
         }

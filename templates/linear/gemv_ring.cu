@@ -26,9 +26,15 @@
   pre-multiplied by 2^(E - p) for their weight's offset p (exact powers of two), so every
   product is n * x * 2^(E - 149) exactly, rounded once by the FMA as before. The offset
   2^(B-1) * sum(x) of a chunk is staged beside it and starts the chunk's sum, and 2^(149-E)
-  is applied once per output. Per 8 weights at 4 bits: 1 shift, 8 LOP3 (mask with the
-  flip folded in), 8 FFMA; per chunk of each row a shared load of its 4 words and its
-  scale; activations are read once per chunk for all `rows` rows.
+  is applied once per output. Per 8 weights at 4 bits: 1 high multiply (the shift, on the
+  FMA pipe), 8 LOP3 (mask with the flip folded in, written as lop3 so that it stays one
+  instruction: the ALU pipe, half the FMA rate, is the busiest in the stream), 8 FFMA;
+  per chunk of each row a shared load of its 4 words and its scale; activations are read
+  once per chunk for all `rows` rows.
+
+  L2 ahead of the ring: each warp also asks L2 (bulk prefetch, sm_90) for its stages
+  PF_STAGES past the ones in its ring, from before the PDL wait on, so DRAM stays busy
+  through the wait, the activation staging and the drain (bench/kernels/README.md v10).
 
   Activations: the whole row of every column is staged once per block (K must be a
   multiple of 1024: whole rounds), with the prologue applied (as gemv_stream.cu: rmsnorm,
@@ -127,26 +133,35 @@ __device__ __forceinline__ int weight_bit(int m) {
 #endif
 }
 
+// (v ^ k) & m in one LOP3 (the flip folded into the mask: m an immediate, k a register).
+template <u32 M>
+__device__ __forceinline__ u32 flip_mask(u32 v, u32 k) {
+    u32 d;
+    asm("lop3.b32 %0, %1, %2, %3, 0x48;" : "=r"(d) : "r"(v), "n"(M), "r"(k));
+    return d;
+}
+
 // The WPW weights of word v as subnormal floats n * 2^(weight_bit(m) - 149), n = q + 2^(B-1).
-__device__ __forceinline__ void word_weights(u32 v, float* o) {
+// Integer work is the kernel's busiest pipe (ALU, half the FMA rate), so per word: one
+// LOP3 per weight with the offset-binary flip folded in (k: the flip of every field, in
+// a register), and the right shift done as a high multiply (FMA pipe).
+__device__ __forceinline__ void word_weights(u32 v, float* o, u32 k) {
 #if FMT_BITS == 4
-    const u32 a = v ^ 0x88888888u;
-    const u32 b = a >> 12;
-    o[0] = __uint_as_float(a & 0xfu);
-    o[1] = __uint_as_float(a & 0xf0u);
-    o[2] = __uint_as_float(a & 0xf00u);
-    o[3] = __uint_as_float(a & 0xf000u);
-    o[4] = __uint_as_float(a & 0xf0000u);
-    o[5] = __uint_as_float(b & 0xf00u);
-    o[6] = __uint_as_float(b & 0xf000u);
-    o[7] = __uint_as_float(b & 0xf0000u);
+    const u32 b = __umulhi(v, 1u << 20);  // v >> 12
+    o[0] = __uint_as_float(flip_mask<0xfu>(v, k));
+    o[1] = __uint_as_float(flip_mask<0xf0u>(v, k));
+    o[2] = __uint_as_float(flip_mask<0xf00u>(v, k));
+    o[3] = __uint_as_float(flip_mask<0xf000u>(v, k));
+    o[4] = __uint_as_float(flip_mask<0xf0000u>(v, k));
+    o[5] = __uint_as_float(flip_mask<0xf00u>(b, k));
+    o[6] = __uint_as_float(flip_mask<0xf000u>(b, k));
+    o[7] = __uint_as_float(flip_mask<0xf0000u>(b, k));
 #else
-    const u32 a = v ^ 0x80808080u;
-    const u32 b = a >> 16;
-    o[0] = __uint_as_float(a & 0xffu);
-    o[1] = __uint_as_float(a & 0xff00u);
-    o[2] = __uint_as_float(b & 0xffu);
-    o[3] = __uint_as_float(b & 0xff00u);
+    const u32 b = __umulhi(v, 1u << 16);  // v >> 16
+    o[0] = __uint_as_float(flip_mask<0xffu>(v, k));
+    o[1] = __uint_as_float(flip_mask<0xff00u>(v, k));
+    o[2] = __uint_as_float(flip_mask<0xffu>(b, k));
+    o[3] = __uint_as_float(flip_mask<0xff00u>(b, k));
 #endif
 }
 
@@ -251,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     // stages come from L2). Lane r asks for row r's weights, lane ROWS + r for its scales.
     int fp = 0, fj = 0;  // the next stage to request
     auto prefetch = [&]() {
-        if (fp < passes && active && lane < 2 * ROWS) {
+        if (PF_STAGES > 0 && fp < passes && active && lane < 2 * ROWS) {
             const int r = lane < ROWS ? lane : lane - ROWS;
             const int row = rs0 + fp * ROWS + r;
             if (row < rs1) {
@@ -390,6 +405,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
     int cp = 0, cj = 0, cslot = 0;  // the stage to compute
     const float out_scale = pow2f(149 - EXP_E);
+    const u32 flip = FMT_BITS == 4 ? 0x88888888u : 0x80808080u;  // 2^(B-1) in every field
     for (int i = 0; i < nstages; ++i) {
         __syncwarp();  // every lane is done reading the slot that issue() refills
         issue();
@@ -435,7 +451,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
                 float wf[WPW];
-                word_weights(wq[r][wd], wf);
+                word_weights(wq[r][wd], wf, flip);
 #pragma unroll
                 for (int t = 0; t < TT; ++t)
 #pragma unroll
