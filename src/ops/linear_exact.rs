@@ -1687,6 +1687,43 @@ mod tests {
     }
 
     #[test]
+    fn ring_kernel_reads_only_weights_before_the_wait() {
+        // PDL (common/pdl.cuh): before the wait a kernel may only read what no kernel
+        // writes. The ring kernel's first stages (weights and scales) come before it, the
+        // activations after (bench/kernels/README.md v10 tried issuing more there).
+        // Compiled for sm_80 and sm_90 where NVRTC loads.
+        if !crate::jit::nvrtc::is_available() {
+            eprintln!("NVRTC not loadable: skipped");
+            return;
+        }
+        let jit = crate::jit::Jit::new(
+            crate::jit::TemplateSet::embedded(),
+            crate::jit::DiskCache::memory_only(),
+        )
+        .unwrap();
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let q8 = crate::formats::format("q8_g32").unwrap();
+        let a = ExactRoute::choose(q4, 1, Epilogue::None);
+        let b = ExactRoute::choose_with(q8, 1, Epilogue::Residual, PrologueKind::Swiglu).unwrap();
+        for r in [a, b] {
+            assert!(matches!(r.kernel, ExactKernel::Ring(_)));
+            let spec = r.spec();
+            let src = jit.render(&spec).unwrap();
+            let at = |needle: &str| {
+                src.find(needle)
+                    .unwrap_or_else(|| panic!("{}: no {needle}", spec.entry))
+            };
+            let wait = at("    NINFER_PDL_WAIT();");
+            assert!(at("for (int i = 0; i < STAGES - 1; ++i) issue();") < wait);
+            assert!(wait < at("load_x8(x + "));
+            for arch in [crate::jit::Arch::new(8, 0), crate::jit::Arch::new(9, 0)] {
+                jit.cubin(&spec, arch)
+                    .unwrap_or_else(|e| panic!("{} {arch:?}: {e}", spec.entry));
+            }
+        }
+    }
+
+    #[test]
     fn slabs_cover_k_within_the_shared_budget() {
         for tt in STREAM_TT {
             for k in [32usize, 64, 576, 1536, 5120, 14336, 17408, 32768] {

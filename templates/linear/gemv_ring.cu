@@ -26,15 +26,9 @@
   pre-multiplied by 2^(E - p) for their weight's offset p (exact powers of two), so every
   product is n * x * 2^(E - 149) exactly, rounded once by the FMA as before. The offset
   2^(B-1) * sum(x) of a chunk is staged beside it and starts the chunk's sum, and 2^(149-E)
-  is applied once per output. Per 8 weights at 4 bits: 1 high multiply (the shift, on the
-  FMA pipe), 8 LOP3 (mask with the flip folded in, written as lop3 so that it stays one
-  instruction: the ALU pipe, half the FMA rate, is the busiest in the stream), 8 FFMA;
-  per chunk of each row a shared load of its 4 words and its scale; activations are read
-  once per chunk for all `rows` rows.
-
-  L2 ahead of the ring: each warp also asks L2 (bulk prefetch, sm_90) for its stages
-  PF_STAGES past the ones in its ring, from before the PDL wait on, so DRAM stays busy
-  through the wait, the activation staging and the drain (bench/kernels/README.md v10).
+  is applied once per output. Per 8 weights at 4 bits: 1 shift, 8 LOP3 (mask with the
+  flip folded in), 8 FFMA; per chunk of each row a shared load of its 4 words and its
+  scale; activations are read once per chunk for all `rows` rows.
 
   Activations: the whole row of every column is staged once per block (K must be a
   multiple of 1024: whole rounds), with the prologue applied (as gemv_stream.cu: rmsnorm,
@@ -112,8 +106,6 @@
 {%- else %}
 #define PRO_SWIGLU 0
 {%- endif %}
-// Stages of weights requested into L2 ahead of the ring (see prefetch() below).
-#define PF_STAGES 2
 #if PRO_RMS || PRO_SWIGLU
 #define STAGE_BATCH 2
 #else
@@ -133,35 +125,26 @@ __device__ __forceinline__ int weight_bit(int m) {
 #endif
 }
 
-// (v ^ k) & m in one LOP3 (the flip folded into the mask: m an immediate, k a register).
-template <u32 M>
-__device__ __forceinline__ u32 flip_mask(u32 v, u32 k) {
-    u32 d;
-    asm("lop3.b32 %0, %1, %2, %3, 0x48;" : "=r"(d) : "r"(v), "n"(M), "r"(k));
-    return d;
-}
-
 // The WPW weights of word v as subnormal floats n * 2^(weight_bit(m) - 149), n = q + 2^(B-1).
-// Integer work is the kernel's busiest pipe (ALU, half the FMA rate), so per word: one
-// LOP3 per weight with the offset-binary flip folded in (k: the flip of every field, in
-// a register), and the right shift done as a high multiply (FMA pipe).
-__device__ __forceinline__ void word_weights(u32 v, float* o, u32 k) {
+__device__ __forceinline__ void word_weights(u32 v, float* o) {
 #if FMT_BITS == 4
-    const u32 b = __umulhi(v, 1u << 20);  // v >> 12
-    o[0] = __uint_as_float(flip_mask<0xfu>(v, k));
-    o[1] = __uint_as_float(flip_mask<0xf0u>(v, k));
-    o[2] = __uint_as_float(flip_mask<0xf00u>(v, k));
-    o[3] = __uint_as_float(flip_mask<0xf000u>(v, k));
-    o[4] = __uint_as_float(flip_mask<0xf0000u>(v, k));
-    o[5] = __uint_as_float(flip_mask<0xf00u>(b, k));
-    o[6] = __uint_as_float(flip_mask<0xf000u>(b, k));
-    o[7] = __uint_as_float(flip_mask<0xf0000u>(b, k));
+    const u32 a = v ^ 0x88888888u;
+    const u32 b = a >> 12;
+    o[0] = __uint_as_float(a & 0xfu);
+    o[1] = __uint_as_float(a & 0xf0u);
+    o[2] = __uint_as_float(a & 0xf00u);
+    o[3] = __uint_as_float(a & 0xf000u);
+    o[4] = __uint_as_float(a & 0xf0000u);
+    o[5] = __uint_as_float(b & 0xf00u);
+    o[6] = __uint_as_float(b & 0xf000u);
+    o[7] = __uint_as_float(b & 0xf0000u);
 #else
-    const u32 b = __umulhi(v, 1u << 16);  // v >> 16
-    o[0] = __uint_as_float(flip_mask<0xffu>(v, k));
-    o[1] = __uint_as_float(flip_mask<0xff00u>(v, k));
-    o[2] = __uint_as_float(flip_mask<0xffu>(b, k));
-    o[3] = __uint_as_float(flip_mask<0xff00u>(b, k));
+    const u32 a = v ^ 0x80808080u;
+    const u32 b = a >> 16;
+    o[0] = __uint_as_float(a & 0xffu);
+    o[1] = __uint_as_float(a & 0xff00u);
+    o[2] = __uint_as_float(b & 0xffu);
+    o[3] = __uint_as_float(b & 0xff00u);
 #endif
 }
 
@@ -172,17 +155,6 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
-// A hint to bring `bytes` (a multiple of 16, 16-byte aligned) at p into L2; nothing waits
-// on it, nothing is written. sm_90: one bulk request (the copy engine walks it); below,
-// one prefetch per 128-byte line.
-__device__ __forceinline__ void prefetch_l2(const void* p, int bytes) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-    for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"((const u8*)p + o));
-#endif
-}
 
 __device__ __forceinline__ void load_x8(const float* p, float* o) {
     const float4 a = __ldg((const float4*)p);
@@ -260,31 +232,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         if (++islot == STAGES) islot = 0;
     };
 
-    // Stage i + PF_STAGES requested into L2 when stage i is issued into the ring, so that
-    // DRAM has PF_STAGES more stages of this warp queued than the ring holds: before the
-    // wait (the previous kernel's tail, the activation staging) and at the end (the last
-    // stages come from L2). Lane r asks for row r's weights, lane ROWS + r for its scales.
-    int fp = 0, fj = 0;  // the next stage to request
-    auto prefetch = [&]() {
-        if (PF_STAGES > 0 && fp < passes && active && lane < 2 * ROWS) {
-            const int r = lane < ROWS ? lane : lane - ROWS;
-            const int row = rs0 + fp * ROWS + r;
-            if (row < rs1) {
-                if (lane < ROWS)
-                    prefetch_l2(q + (long long)row * q_row_bytes + (long long)(j0 + fj) * 32 * CB, 32 * CB);
-                else
-                    prefetch_l2(s + (long long)row * s_row_bytes + (long long)(j0 + fj) * SB, SB);
-            }
-        }
-        if (++fj == nr) { fj = 0; ++fp; }
-    };
-
     // Weights first: they do not depend on the kernel before this one.
 #pragma unroll
     for (int i = 0; i < STAGES - 1; ++i) issue();
-    // The L2 requests start past the stages already in flight to the ring.
-    for (int i = 0; i < STAGES - 1; ++i) { if (++fj == nr) { fj = 0; ++fp; } }
-    for (int i = 0; i < PF_STAGES; ++i) prefetch();
 
     // The kernel before this one wrote x (and the residual); nothing above read or wrote
     // global memory but the weights. Every thread, once, on the only path.
@@ -405,11 +355,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
     int cp = 0, cj = 0, cslot = 0;  // the stage to compute
     const float out_scale = pow2f(149 - EXP_E);
-    const u32 flip = FMT_BITS == 4 ? 0x88888888u : 0x80808080u;  // 2^(B-1) in every field
     for (int i = 0; i < nstages; ++i) {
         __syncwarp();  // every lane is done reading the slot that issue() refills
         issue();
-        prefetch();
         cp_async_wait<STAGES - 1>();
         __syncwarp();  // the scales other lanes copied are visible
         const u8* slot = my_ring + cslot * STAGE_BYTES;
@@ -451,7 +399,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
                 float wf[WPW];
-                word_weights(wq[r][wd], wf, flip);
+                word_weights(wq[r][wd], wf);
 #pragma unroll
                 for (int t = 0; t < TT; ++t)
 #pragma unroll

@@ -21,7 +21,7 @@ VARIANTS="${VARIANTS:-base pf2}"
 NCU_V="${NCU_V:-$VARIANTS}"
 QV="${QV:-}"          # the variant to qualify (none by default)
 MV="${MV:-}"          # the variants to run the 27B decode with
-F="${F:-linear_exact q4_g64 17408x5120 T=1|linear_exact q4_g64 5120x17408 T=1|linear_exact q4_g64 4096x14336 T=1|linear_exact q4_g64 10240x5120 T=1|linear_exact q4_g64 5120x6144 T=1|linear_exact q4_g64 248320x5120 T=1|linear_exact q8_g32 17408x5120 T=1}"
+F="${F:-linear_exact q4_g64 x20 T=1 N=17408 K=5120|linear_exact q4_g64 x20 T=1 N=5120 K=17408|linear_exact q4_g64 x20 T=1 N=4096 K=14336|linear_exact q4_g64 x20 T=1 N=10240 K=5120|linear_exact q4_g64 x20 T=1 N=5120 K=6144|linear_exact q4_g64 x20 T=1 N=248320 K=5120|linear_exact q8_g32 x20 T=1 N=17408 K=5120}"
 KF="${KF:-plain_t1_r}"
 tdir() { echo "$PWD/$G/t_$1"; }
 # Kernels: the T = 1 linear_exact instantiations of each template set, 16 cores.
@@ -35,10 +35,10 @@ ncu --list-sections > $OUT/ncu_sections.txt 2>&1
 for v in $NCU_V; do
   NINFER_TEMPLATES=$(tdir $v) timeout $(left 40) $NCU --section SpeedOfLight --section LaunchStats --section Occupancy \
     --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis --export $OUT/ncu_$v -f \
-    $B bench kernels --filter "linear_exact q4_g64 17408x5120 T=1" > $OUT/ncu_$v.log 2>&1
+    $B bench kernels --filter "linear_exact q4_g64 x20 T=1 N=17408 K=5120" > $OUT/ncu_$v.log 2>&1
   echo "ncu $v rc=$? t=$(($(date +%s)-T0))" >> $OUT/ncu_$v.log
   NINFER_TEMPLATES=$(tdir $v) timeout $(left 40) $NCU --section PmSampling $(grep -q PmSampling_WarpStates $OUT/ncu_sections.txt && echo --section PmSampling_WarpStates) --export $OUT/pm_$v -f \
-    $B bench kernels --filter "linear_exact q4_g64 17408x5120 T=1" > $OUT/pm_$v.log 2>&1
+    $B bench kernels --filter "linear_exact q4_g64 x20 T=1 N=17408 K=5120" > $OUT/pm_$v.log 2>&1
   echo "pm $v rc=$? t=$(($(date +%s)-T0))" >> $OUT/pm_$v.log
   for r in ncu pm; do
     [ -f $OUT/${r}_$v.ncu-rep ] || continue
