@@ -113,7 +113,8 @@ pub struct KernelBenchArgs {
     /// GPU ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Only benchmarks whose `what` or route contains this text.
+    /// Only benchmarks whose `what`, route or "what shape" contains this text (`|` between
+    /// alternatives; linear_exact also runs only the shapes and T named so).
     #[arg(long)]
     pub filter: Option<String>,
     /// Write one JSON record per line to this file.
@@ -189,7 +190,14 @@ fn kernels(args: &KernelBenchArgs) -> Result<(), CliError> {
     )?);
     records.extend(crate::ops::attention::bench(&ctx, args.filter.as_deref())?);
     if let Some(f) = &args.filter {
-        records.retain(|r| r.what.contains(f.as_str()) || r.route.contains(f.as_str()));
+        // `|` separates alternatives; one may also name the shape ("q4_g64 x20 T=1 N=17408").
+        records.retain(|r| {
+            f.split('|').any(|p| {
+                r.what.contains(p)
+                    || r.route.contains(p)
+                    || format!("{} {}", r.what, r.shape).contains(p)
+            })
+        });
     }
     merge_peers(&mut records, &peers);
     if let Some(path) = &args.json {

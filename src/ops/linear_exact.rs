@@ -1443,6 +1443,10 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
         plan.push((q4, shape, per_t));
     }
+    // The 27B's other layer shapes (attention and GDN projections), T = 1, every split.
+    for shape in [(10240, 5120), (5120, 6144)] {
+        plan.push((q4, shape, vec![(1, tiles(q4, 1))]));
+    }
     for name in ["q8_g32", "q6_g64"] {
         let f = crate::formats::format(name).expect("registered");
         for shape in [STREAM_SHAPES[0], STREAM_SHAPES[1]] {
@@ -1451,9 +1455,20 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
     }
 
+    // The filter is matched against each record's "<what> <shape>" (so "q4_g64 x20 T=1
+    // N=17408 K=5120" times one shape at one T); `|` separates alternatives, as in
+    // `ninfer bench`'s own filter.
+    let wanted = |key: &str| filter.is_none_or(|f| f.split('|').any(|p| key.contains(p)));
     for (fmt, (n, k), per_t) in plan {
         let what = format!("linear_exact {}", fmt.name);
-        if filter.is_some_and(|f| !what.contains(f)) {
+        let key = |t: usize, w: &str| format!("{w} T={t} N={n} K={k}");
+        let per_t: Vec<_> = per_t
+            .into_iter()
+            .filter(|(t, _)| {
+                wanted(&key(*t, &what)) || wanted(&key(*t, &format!("{what} x{BATCH}")))
+            })
+            .collect();
+        if per_t.is_empty() {
             continue;
         }
         let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
@@ -1669,6 +1684,44 @@ mod tests {
         assert!(ring_supports(q4) && ring_supports(q8));
         assert_eq!(ring_stage_bytes(q4, 4), 4 * (512 + 32));
         assert_eq!(ring_stage_bytes(q8, 4), 4 * (1024 + 64));
+    }
+
+    #[test]
+    fn ring_kernel_reads_only_weights_before_the_wait() {
+        // PDL (common/pdl.cuh): before the wait a kernel may only read what no kernel
+        // writes. The ring kernel's first stages (weights and scales) come before it, the
+        // activations after (bench/kernels/README.md v10 tried issuing more there).
+        // Compiled for sm_80 and sm_90 where NVRTC loads.
+        if !crate::jit::nvrtc::is_available() {
+            eprintln!("NVRTC not loadable: skipped");
+            return;
+        }
+        let jit = crate::jit::Jit::new(
+            crate::jit::TemplateSet::embedded(),
+            crate::jit::DiskCache::memory_only(),
+        )
+        .unwrap();
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let q8 = crate::formats::format("q8_g32").unwrap();
+        let a = ExactRoute::choose(q4, 1, Epilogue::None);
+        let b = ExactRoute::choose_with(q8, 1, Epilogue::Residual, PrologueKind::Swiglu).unwrap();
+        for r in [a, b] {
+            assert!(matches!(r.kernel, ExactKernel::Ring(_)));
+            let spec = r.spec();
+            let src = jit.render(&spec).unwrap();
+            let at = |needle: &str| {
+                src.find(needle)
+                    .unwrap_or_else(|| panic!("{}: no {needle}", spec.entry))
+            };
+            // The kernel's call is the last mention (common/pdl.cuh, included first, names it).
+            let wait = src.rfind("NINFER_PDL_WAIT();").expect("a PDL wait");
+            assert!(at("for (int i = 0; i < STAGES - 1; ++i) issue();") < wait);
+            assert!(wait < at("load_x8(x + "));
+            for arch in [crate::jit::Arch::new(8, 0), crate::jit::Arch::new(9, 0)] {
+                jit.cubin(&spec, arch)
+                    .unwrap_or_else(|e| panic!("{} {arch:?}: {e}", spec.entry));
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,530 @@
+{#
+  Decode-time linear for 4- and 8-bit symmetric integer weights, f32 activations and
+  accumulation: Y[T,N] = X[T,K] * W[N,K]^T (+ residual), up to `tt` columns per launch.
+  The same contract as linear/gemv_stream.cu (arguments, prologues, epilogues), built to
+  keep DRAM busy without pause and to spend few instructions per weight.
+
+  Weights through a shared-memory ring. Each warp owns `stages` slots; a slot holds one
+  stage: `rows` rows x 32 chunks (32 weights each) of weights and their scales, copied by
+  cp.async (16 bytes per copy, sm_80+) `stages - 1` stages ahead of the one being
+  computed. Loads never occupy registers, so deep prefetch costs no occupancy. Lane l
+  copies chunk l of every row and reads back only its own bytes; the scales (a few lanes
+  copy them) are read by all lanes, hence a __syncwarp around each slot's reuse.
+
+  Work split, balanced in bytes. Block b owns rows [b*N/G, (b+1)*N/G) (G = grid, launched
+  as about as many blocks as fit at once). Its warps form `ks` K-slices x (warps / ks)
+  row streams (ks is a kernel argument, chosen by the host for the shape); a stream takes
+  a contiguous share of the block's rows, a slice a contiguous run of whole 32-chunk
+  rounds of K. A warp walks its stream's rows in passes of `rows`; each stage is one round
+  of one pass. With ks > 1 the slices' sums meet in shared memory and are added in slice
+  order (deterministic) at the end.
+
+  Conversion without any float arithmetic. A code q (B bits, two's complement) flipped to
+  offset binary n = q + 2^(B-1) and masked in place is the subnormal float n * 2^(p - 149)
+  (p: its bit offset in the word, at most 16, so the mask never reaches the exponent); FMA
+  handles subnormals in hardware at full rate and exactly. The activations are staged
+  pre-multiplied by 2^(E - p) for their weight's offset p (exact powers of two), so every
+  product is n * x * 2^(E - 149) exactly, rounded once by the FMA as before. The offset
+  2^(B-1) * sum(x) of a chunk is staged beside it and starts the chunk's sum, and 2^(149-E)
+  is applied once per output. Per 8 weights at 4 bits: 1 high multiply (the shift, on the
+  FMA pipe), 8 LOP3 (mask with the flip folded in, written as lop3 so that it stays one
+  instruction: the ALU pipe, half the FMA rate, is the busiest in the stream), 8 FFMA;
+  per chunk of each row a shared load of its 4 words and its scale; activations are read
+  once per chunk for all `rows` rows.
+
+  L2 ahead of the ring: each warp also asks L2 (bulk prefetch, sm_90) for its stages
+  PF_STAGES past the ones in its ring, from before the PDL wait on, so DRAM stays busy
+  through the wait, the activation staging and the drain (bench/kernels/README.md v10).
+
+  Activations: the whole row of every column is staged once per block (K must be a
+  multiple of 1024: whole rounds), with the prologue applied (as gemv_stream.cu: rmsnorm,
+  rmsnorm1p, swiglu), a 16-byte pad per chunk (bank-conflict-free 16-byte reads) whose
+  first float holds the chunk's offset term. The first `stages - 1` stages of weights are
+  issued before the activations are touched (weights do not depend on the previous kernel).
+
+  Programmatic dependent launch (common/pdl.cuh): those first stages, the address math and
+  the K-slice split are all a thread does before NINFER_PDL_WAIT(); they read only the
+  weights and scales (uploaded once, never written by a kernel) and write only shared
+  memory (cp.async). Every thread then waits once, straight-line, with no return anywhere
+  in the kernel (a warp with no rows issues empty groups and waits too), before the first
+  read of x (the RMS prologue's sum of squares included), of the residual or of `pw`, and
+  before any store to y.
+
+  Params: format (4 or 8 bits, groups of 32, 64 or 128), tt, rows, warps, stages,
+  epilogue ("none" | "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" |
+  "swiglu"). Argument `ks` (where gemv_stream.cu has `slab`): K-slices per row stream.
+  Dynamic shared memory: tt*K/32*144 (activations) + warps*stages*STAGE_BYTES (ring) +
+  ceil(N/G)*ks*tt*4 (slice sums, ks > 1).
+#}
+{%- set prologue = prologue | default(value="none") %}
+{% include "common/types.cuh" %}
+{% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
+{{ format_code }}
+
+#define TT {{ tt }}
+#define ROWS {{ rows }}
+#define WARPS {{ warps }}
+#define STAGES {{ stages }}
+#define BLOCK (WARPS * 32)
+#define CN 32                              // weights per chunk
+#define CW FMT_BITS                        // 32-bit words per chunk
+#define CB (CW * 4)                        // bytes per chunk
+#define WPW (32 / FMT_BITS)                // weights per word
+#define CPG (FMT_GROUP / CN)               // chunks per scale group
+#define SB (32 / CPG * 2)                  // scale bytes of one row's round (32 chunks)
+#define SP (SB / 16)                       // 16-byte scale copies per row and round
+#define STAGE_BYTES (ROWS * (32 * CB + SB))
+#define XS_CHUNK (CN + 4)                  // staged floats per chunk: 32 and the pad
+#define VALS (ROWS * TT)                   // sums a lane reduces per pass
+#if FMT_BITS != 4 && FMT_BITS != 8
+#error "gemv_ring takes 4- and 8-bit codes"
+#endif
+#if FMT_GROUP % CN != 0 || SB % 16 != 0 || ROWS * SP > 32
+#error "gemv_ring needs groups of 32, 64 or 128 weights"
+#endif
+#if VALS != 1 && VALS != 2 && VALS != 4 && VALS != 8 && VALS != 16 && VALS != 32
+#error "rows * tt must be a power of two"
+#endif
+#if VALS == 1
+#define LOG_VALS 0
+#elif VALS == 2
+#define LOG_VALS 1
+#elif VALS == 4
+#define LOG_VALS 2
+#elif VALS == 8
+#define LOG_VALS 3
+#elif VALS == 16
+#define LOG_VALS 4
+#else
+#define LOG_VALS 5
+#endif
+// Products are n * x * 2^(E - 149): E = 80 keeps them normal for |x| >= 2^-57 and the
+// staged activations finite for |x| < 2^47.
+#define EXP_E 80
+{%- if prologue == "rmsnorm" or prologue == "rmsnorm1p" %}
+#define PRO_RMS 1
+{%- else %}
+#define PRO_RMS 0
+{%- endif %}
+{%- if prologue == "swiglu" %}
+#define PRO_SWIGLU 1
+{%- else %}
+#define PRO_SWIGLU 0
+{%- endif %}
+// Stages of weights requested into L2 ahead of the ring (see prefetch() below).
+#define PF_STAGES 2
+#if PRO_RMS || PRO_SWIGLU
+#define STAGE_BATCH 2
+#else
+#define STAGE_BATCH 4
+#endif
+
+// 2^e as a float (normal range).
+__device__ __forceinline__ float pow2f(int e) { return __int_as_float((127 + e) << 23); }
+
+// Bit offset of weight m of a word once masked in place (4-bit: nibbles 5..7 come from
+// the word shifted right by 12; 8-bit: bytes 2, 3 from the word shifted by 16).
+__device__ __forceinline__ int weight_bit(int m) {
+#if FMT_BITS == 4
+    return m < 5 ? 4 * m : 4 * m - 12;
+#else
+    return (m & 1) * 8;
+#endif
+}
+
+// (v ^ k) & m in one LOP3 (the flip folded into the mask: m an immediate, k a register).
+template <u32 M>
+__device__ __forceinline__ u32 flip_mask(u32 v, u32 k) {
+    u32 d;
+    asm("lop3.b32 %0, %1, %2, %3, 0x48;" : "=r"(d) : "r"(v), "n"(M), "r"(k));
+    return d;
+}
+
+// The WPW weights of word v as subnormal floats n * 2^(weight_bit(m) - 149), n = q + 2^(B-1).
+// Integer work is the kernel's busiest pipe (ALU, half the FMA rate), so per word: one
+// LOP3 per weight with the offset-binary flip folded in (k: the flip of every field, in
+// a register), and the right shift done as a high multiply (FMA pipe).
+__device__ __forceinline__ void word_weights(u32 v, float* o, u32 k) {
+#if FMT_BITS == 4
+    const u32 b = __umulhi(v, 1u << 20);  // v >> 12
+    o[0] = __uint_as_float(flip_mask<0xfu>(v, k));
+    o[1] = __uint_as_float(flip_mask<0xf0u>(v, k));
+    o[2] = __uint_as_float(flip_mask<0xf00u>(v, k));
+    o[3] = __uint_as_float(flip_mask<0xf000u>(v, k));
+    o[4] = __uint_as_float(flip_mask<0xf0000u>(v, k));
+    o[5] = __uint_as_float(flip_mask<0xf00u>(b, k));
+    o[6] = __uint_as_float(flip_mask<0xf000u>(b, k));
+    o[7] = __uint_as_float(flip_mask<0xf0000u>(b, k));
+#else
+    const u32 b = __umulhi(v, 1u << 16);  // v >> 16
+    o[0] = __uint_as_float(flip_mask<0xffu>(v, k));
+    o[1] = __uint_as_float(flip_mask<0xff00u>(v, k));
+    o[2] = __uint_as_float(flip_mask<0xffu>(b, k));
+    o[3] = __uint_as_float(flip_mask<0xff00u>(b, k));
+#endif
+}
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    const u32 d = (u32)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// A hint to bring `bytes` (a multiple of 16, 16-byte aligned) at p into L2; nothing waits
+// on it, nothing is written. sm_90: one bulk request (the copy engine walks it); below,
+// one prefetch per 128-byte line.
+__device__ __forceinline__ void prefetch_l2(const void* p, int bytes) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+    for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"((const u8*)p + o));
+#endif
+}
+
+__device__ __forceinline__ void load_x8(const float* p, float* o) {
+    const float4 a = __ldg((const float4*)p);
+    const float4 b = __ldg((const float4*)p + 1);
+    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w;
+    o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+{{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
+                  const u8* __restrict__ q2, const u8* __restrict__ s2,
+                  long long q_row_bytes, long long s_row_bytes,
+                  const float* __restrict__ x,
+                  const float* residual,
+                  float* y,
+                  int T, int N, int K, int ks,
+                  const float* __restrict__ pw, float eps)
+{
+    extern __shared__ float4 smem_raw[];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int chunks = K / CN;
+    const int rounds = chunks / 32;
+    const int col_stride = chunks * XS_CHUNK;  // floats per staged column
+    float* xs = (float*)smem_raw;
+    u8* ring = (u8*)(xs + TT * col_stride);
+    float* sums = (float*)(ring + WARPS * STAGES * STAGE_BYTES);
+#if PRO_RMS
+    __shared__ float red[WARPS * TT];
+    __shared__ float inv_rms[TT];
+#endif
+
+    // This block's rows, this warp's stream (rows) and slice (rounds).
+    const int rb0 = (int)((long long)blockIdx.x * N / gridDim.x);
+    const int rb1 = (int)((long long)(blockIdx.x + 1) * N / gridDim.x);
+    const int streams = WARPS / ks;
+    const int stream = warp / ks;
+    const int slice = warp - stream * ks;
+    const bool active = stream < streams;
+    const int rs0 = rb0 + (int)((long long)stream * (rb1 - rb0) / streams);
+    const int rs1 = rb0 + (int)((long long)(stream + 1) * (rb1 - rb0) / streams);
+    const int j0 = slice * rounds / ks;
+    const int nr = (slice + 1) * rounds / ks - j0;  // rounds of this slice (>= 1)
+    const int passes = (rs1 - rs0 + ROWS - 1) / ROWS;
+    const int nstages = active ? passes * nr : 0;
+    u8* my_ring = ring + warp * STAGES * STAGE_BYTES;
+
+    // Issue stage i (pass i / nr, round i % nr) into slot i % STAGES; always one group.
+    int ip = 0, ij = 0, islot = 0;  // the next stage to issue
+    auto issue = [&]() {
+        if (ip < passes && active) {
+            u8* slot = my_ring + islot * STAGE_BYTES;
+            const int c = (j0 + ij) * 32 + lane;
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+                const int row = rs0 + ip * ROWS + r;
+                if (row < rs1) {
+                    const u8* src = q + (long long)row * q_row_bytes + (long long)c * CB;
+#pragma unroll
+                    for (int h = 0; h < CB / 16; ++h)
+                        cp_async16(slot + (r * 32 + lane) * CB + 16 * h, src + 16 * h);
+                }
+            }
+            if (lane < ROWS * SP) {
+                const int r = lane / SP;
+                const int pc = lane - r * SP;
+                const int row = rs0 + ip * ROWS + r;
+                if (row < rs1)
+                    cp_async16(slot + ROWS * 32 * CB + r * SB + 16 * pc,
+                               s + (long long)row * s_row_bytes + (long long)(j0 + ij) * SB + 16 * pc);
+            }
+        }
+        cp_async_commit();
+        if (++ij == nr) { ij = 0; ++ip; }
+        if (++islot == STAGES) islot = 0;
+    };
+
+    // Stage i + PF_STAGES requested into L2 when stage i is issued into the ring, so that
+    // DRAM has PF_STAGES more stages of this warp queued than the ring holds: before the
+    // wait (the previous kernel's tail, the activation staging) and at the end (the last
+    // stages come from L2). Lane r asks for row r's weights, lane ROWS + r for its scales.
+    int fp = 0, fj = 0;  // the next stage to request
+    auto prefetch = [&]() {
+        if (PF_STAGES > 0 && fp < passes && active && lane < 2 * ROWS) {
+            const int r = lane < ROWS ? lane : lane - ROWS;
+            const int row = rs0 + fp * ROWS + r;
+            if (row < rs1) {
+                if (lane < ROWS)
+                    prefetch_l2(q + (long long)row * q_row_bytes + (long long)(j0 + fj) * 32 * CB, 32 * CB);
+                else
+                    prefetch_l2(s + (long long)row * s_row_bytes + (long long)(j0 + fj) * SB, SB);
+            }
+        }
+        if (++fj == nr) { fj = 0; ++fp; }
+    };
+
+    // Weights first: they do not depend on the kernel before this one.
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; ++i) issue();
+    // The L2 requests start past the stages already in flight to the ring.
+    for (int i = 0; i < STAGES - 1; ++i) { if (++fj == nr) { fj = 0; ++fp; } }
+    for (int i = 0; i < PF_STAGES; ++i) prefetch();
+
+    // The kernel before this one wrote x (and the residual); nothing above read or wrote
+    // global memory but the weights. Every thread, once, on the only path.
+    NINFER_PDL_WAIT();
+    NINFER_PDL_TRIGGER();
+
+    // Stage the activations (prologue applied), scaled per weight bit offset, with each
+    // chunk's offset term -2^(B-1) * 2^(E-149) * sum(x) in its pad.
+    {
+        const long long x_stride = PRO_SWIGLU ? 2LL * K : (long long)K;
+#if PRO_RMS
+        {
+            const int k8 = K / 8;
+            for (int t = 0; t < TT; ++t) {
+                float ss = 0.0f;
+                if (t < T) {
+#pragma unroll 2
+                    for (int i = threadIdx.x; i < k8; i += BLOCK) {
+                        float v[8];
+                        load_x8(x + (long long)t * x_stride + 8 * i, v);
+#pragma unroll
+                        for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
+                    }
+                }
+                ss = warp_sum(ss);
+                if (lane == 0) red[warp * TT + t] = ss;
+            }
+            __syncthreads();
+            if (threadIdx.x < TT) {
+                float tot = 0.0f;
+                for (int w = 0; w < WARPS; ++w) tot += red[w * TT + threadIdx.x];
+                inv_rms[threadIdx.x] = rsqrtf(tot / (float)K + eps);
+            }
+            __syncthreads();
+        }
+#endif
+        const int n8 = chunks * (CN / 8);
+        const int total = TT * n8;  // columns past T are staged as zeros
+        const float off = -pow2f(FMT_BITS - 1 + EXP_E - 149);
+        for (int i0 = threadIdx.x; i0 - (int)threadIdx.x < total; i0 += STAGE_BATCH * BLOCK) {
+            float v[STAGE_BATCH][8];
+#if PRO_RMS || PRO_SWIGLU
+            float v2[STAGE_BATCH][8];
+#endif
+#pragma unroll
+            for (int j = 0; j < STAGE_BATCH; ++j) {
+                const int i = i0 + j * BLOCK;
+                const int t = i / n8;
+                if (i < total && t < T) {
+                    const long long k = 8LL * (i - t * n8);
+                    load_x8(x + (long long)t * x_stride + k, v[j]);
+#if PRO_SWIGLU
+                    load_x8(x + (long long)t * x_stride + K + k, v2[j]);
+#elif PRO_RMS
+                    load_x8(pw + k, v2[j]);
+#endif
+                } else {
+#pragma unroll
+                    for (int m = 0; m < 8; ++m) v[j][m] = 0.0f;
+#if PRO_RMS || PRO_SWIGLU
+#pragma unroll
+                    for (int m = 0; m < 8; ++m) v2[j][m] = 0.0f;
+#endif
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < STAGE_BATCH; ++j) {
+                const int i = i0 + j * BLOCK;
+                const int t = i / n8;
+                const int e = i - t * n8;  // 8-float unit: chunk e / 4, part e % 4
+#if PRO_RMS
+                const float ir = (i < total && t < T) ? inv_rms[t] : 0.0f;
+#pragma unroll
+                for (int m = 0; m < 8; ++m) {
+{%- if prologue == "rmsnorm1p" %}
+                    const float scale = 1.0f + v2[j][m];
+{%- else %}
+                    const float scale = v2[j][m];
+{%- endif %}
+                    v[j][m] = v[j][m] * ir * scale;
+                }
+#elif PRO_SWIGLU
+#pragma unroll
+                for (int m = 0; m < 8; ++m) {
+                    const float gv = v[j][m];
+                    const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv)));
+                    v[j][m] = __fmul_rn(silu, v2[j][m]);
+                }
+#endif
+                // The chunk's sum over its 4 units: 4 consecutive i, 4 aligned lanes.
+                float part = 0.0f;
+#pragma unroll
+                for (int m = 0; m < 8; ++m) part += v[j][m];
+                part += __shfl_xor_sync(0xffffffffu, part, 1);
+                part += __shfl_xor_sync(0xffffffffu, part, 2);
+                if (i < total) {
+                    float w[8];
+#pragma unroll
+                    for (int m = 0; m < 8; ++m) w[m] = v[j][m] * pow2f(EXP_E - weight_bit(m % WPW));
+                    float* d = xs + t * col_stride + (e >> 2) * XS_CHUNK;
+                    float4 a, b;
+                    a.x = w[0]; a.y = w[1]; a.z = w[2]; a.w = w[3];
+                    b.x = w[4]; b.y = w[5]; b.z = w[6]; b.w = w[7];
+                    ((float4*)(d + 8 * (e & 3)))[0] = a;
+                    ((float4*)(d + 8 * (e & 3)))[1] = b;
+                    if ((e & 3) == 0) d[CN] = part * off;
+                }
+            }
+        }
+    }
+    __syncthreads();
+
+    // Stream: wait for stage i, compute it while stages i+1 .. i+STAGES-1 land.
+    float acc[ROWS][TT];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
+    int cp = 0, cj = 0, cslot = 0;  // the stage to compute
+    const float out_scale = pow2f(149 - EXP_E);
+    const u32 flip = FMT_BITS == 4 ? 0x88888888u : 0x80808080u;  // 2^(B-1) in every field
+    for (int i = 0; i < nstages; ++i) {
+        __syncwarp();  // every lane is done reading the slot that issue() refills
+        issue();
+        prefetch();
+        cp_async_wait<STAGES - 1>();
+        __syncwarp();  // the scales other lanes copied are visible
+        const u8* slot = my_ring + cslot * STAGE_BYTES;
+        const int c = (j0 + cj) * 32 + lane;
+        const float* xc = xs + c * XS_CHUNK;
+        float part[ROWS][TT];
+#pragma unroll
+        for (int t = 0; t < TT; ++t) {
+            const float o = xc[t * col_stride + CN];
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) part[r][t] = o;
+        }
+        u32 wq[ROWS][CW];
+        float sc[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+            for (int h = 0; h < CW / 4; ++h) {
+                const uint4 u = *(const uint4*)(slot + (r * 32 + lane) * CB + 16 * h);
+                wq[r][4 * h] = u.x; wq[r][4 * h + 1] = u.y; wq[r][4 * h + 2] = u.z; wq[r][4 * h + 3] = u.w;
+            }
+            sc[r] = f16_to_f32(*(const unsigned short*)(slot + ROWS * 32 * CB + r * SB + 2 * (lane / CPG)));
+        }
+#pragma unroll
+        for (int wd = 0; wd < CW; ++wd) {
+            float xv[TT][WPW];
+#pragma unroll
+            for (int t = 0; t < TT; ++t) {
+#if WPW == 8
+                const float4 a = *(const float4*)(xc + t * col_stride + 8 * wd);
+                const float4 b = *(const float4*)(xc + t * col_stride + 8 * wd + 4);
+                xv[t][0] = a.x; xv[t][1] = a.y; xv[t][2] = a.z; xv[t][3] = a.w;
+                xv[t][4] = b.x; xv[t][5] = b.y; xv[t][6] = b.z; xv[t][7] = b.w;
+#else
+                const float4 a = *(const float4*)(xc + t * col_stride + 4 * wd);
+                xv[t][0] = a.x; xv[t][1] = a.y; xv[t][2] = a.z; xv[t][3] = a.w;
+#endif
+            }
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+                float wf[WPW];
+                word_weights(wq[r][wd], wf, flip);
+#pragma unroll
+                for (int t = 0; t < TT; ++t)
+#pragma unroll
+                    for (int m = 0; m < WPW; ++m) part[r][t] = fmaf(wf[m], xv[t][m], part[r][t]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+            for (int t = 0; t < TT; ++t) acc[r][t] = fmaf(part[r][t], sc[r], acc[r][t]);
+
+        if (++cj == nr) {
+            // Pass done: reduce the VALS sums over the lanes (a transposing butterfly: after
+            // it lane l holds value l >> (5 - LOG_VALS) summed over all 32 lanes).
+            float v[VALS];
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+                for (int t = 0; t < TT; ++t) { v[r * TT + t] = acc[r][t]; acc[r][t] = 0.0f; }
+#pragma unroll
+            for (int st = 0; st < LOG_VALS; ++st) {
+                const int h = VALS >> (st + 1);
+                const int o = 16 >> st;
+                const bool up = (lane & o) != 0;
+#pragma unroll
+                for (int k = 0; k < h; ++k) {
+                    const float send = up ? v[k] : v[k + h];
+                    const float keep = up ? v[k + h] : v[k];
+                    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+                }
+            }
+#pragma unroll
+            for (int o = 16 >> LOG_VALS; o > 0; o >>= 1) v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+            const int idx = lane >> (5 - LOG_VALS);
+            const int r = idx / TT;
+            const int t = idx - r * TT;
+            const int row = rs0 + cp * ROWS + r;
+            if ((lane & ((32 >> LOG_VALS) - 1)) == 0 && row < rs1 && t < T) {
+                if (ks == 1) {
+                    float o = v[0] * out_scale;
+                    const long long at = (long long)t * N + row;
+{%- if epilogue == "residual" %}
+                    o += residual[at];
+{%- endif %}
+                    y[at] = o;
+                } else {
+                    sums[((row - rb0) * ks + slice) * TT + t] = v[0];
+                }
+            }
+            cj = 0;
+            ++cp;
+        }
+        if (++cslot == STAGES) cslot = 0;
+    }
+    cp_async_wait<0>();
+
+    if (ks > 1) {
+        // The slices' sums of every row, added in slice order.
+        __syncthreads();
+        const int nb = rb1 - rb0;
+        for (int i = threadIdx.x; i < nb * TT; i += BLOCK) {
+            const int rl = i / TT;
+            const int t = i - rl * TT;
+            if (t < T) {
+                float o = 0.0f;
+                for (int sl = 0; sl < ks; ++sl) o += sums[(rl * ks + sl) * TT + t];
+                o *= out_scale;
+                const long long at = (long long)t * N + rb0 + rl;
+{%- if epilogue == "residual" %}
+                o += residual[at];
+{%- endif %}
+                y[at] = o;
+            }
+        }
+    }
+}
