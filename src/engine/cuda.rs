@@ -116,6 +116,15 @@ fn rope_attention_apart() -> bool {
 /// instead of one launch for all lanes (an A/B switch for timing).
 pub const LANES_ATTENTION_APART_ENV: &str = "NINFER_LANES_ATTENTION_APART";
 
+/// Set (to anything but `0`), a captured step's logits are read back into pageable memory
+/// as before the page-locked buffer (an A/B switch for timing).
+pub const PAGEABLE_LOGITS_ENV: &str = "NINFER_PAGEABLE_LOGITS";
+
+fn pageable_logits() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(PAGEABLE_LOGITS_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
+}
+
 fn lanes_attention_apart() -> bool {
     static APART: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *APART.get_or_init(|| {
@@ -799,6 +808,11 @@ impl CudaBackend {
         len: usize,
         host: &mut Option<PinnedHostSlice<f32>>,
     ) -> Vec<f32> {
+        if pageable_logits() {
+            let mut logits = ok("reading the step's logits", self.gpu.download(out));
+            logits.truncate(len);
+            return logits;
+        }
         if host.as_ref().is_none_or(|h| h.len() < len) {
             *host = Some(ok(
                 "allocating the logits' host buffer",
