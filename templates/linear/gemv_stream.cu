@@ -60,6 +60,7 @@
   waits exactly once on every path (staging is block-uniform).
 #}
 {%- set prologue = prologue | default(value="none") %}
+{%- set direct = direct | default(value=false) %}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
 {% include "common/pdl.cuh" %}
@@ -82,6 +83,11 @@
 #define PRO_RMS 1
 {%- else %}
 #define PRO_RMS 0
+{%- endif %}
+{%- if epilogue == "residual" %}
+#define RESIDUAL 1
+{%- else %}
+#define RESIDUAL 0
 {%- endif %}
 {%- if prologue == "swiglu" %}
 #define PRO_SWIGLU 1
@@ -204,6 +210,184 @@ __device__ __forceinline__ void chunk_weights8(const u32* w, int sb, float* o) {
 #endif
 }
 
+{%- if direct %}
+// Direct mode (one column; the host launches it only where K is at most 32 * UNROLL chunks):
+// a warp owns ROWS rows at a time and lane l the chunks l, l + 32, ... of the whole row, so
+// the warp holds the whole activation row (prologue applied) in registers, loaded once from
+// L2 per warp: no shared memory, no barrier, and the RMS sum of squares is one warp
+// reduction over the lanes' own registers. Warps walk row groups warp, warp + all warps,
+// ... (the host caps the grid at what fits at once), the next group's weights issued
+// before the current one's products. After the wait a warp's critical path is: x (and
+// the residual) from L2, the prologue, ROWS x UNROLL chunk products, ROWS warp sums, one
+// store per row (lane r stores row r).
+#if TT != 1
+#error "gemv_stream's direct mode computes one column"
+#endif
+extern "C" __global__ void __launch_bounds__(BLOCK)
+{{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
+                  const u8* __restrict__ q2, const u8* __restrict__ s2,
+                  long long q_row_bytes, long long s_row_bytes,
+                  const act_t* __restrict__ x,
+                  const act_t* residual,
+                  act_t* y,
+                  int T, int N, int K, int slab,
+                  const float* __restrict__ pw, float eps)
+{
+    const int lane = threadIdx.x & 31;
+    const int chunks = K / CN;
+    const int groups = (N + ROWS - 1) / ROWS;
+    const int stride = gridDim.x * WARPS;
+    int g = blockIdx.x * WARPS + (threadIdx.x >> 5);  // warp-uniform
+
+    // Every weight load of a group: UNROLL chunks of each of its ROWS rows (rows past N
+    // and chunks past K re-read the last one and are not used).
+    auto load_group = [&](int gg, u32 (&w)[UNROLL][ROWS][CW], float (&sv)[UNROLL][ROWS]) {
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const long long row = min(gg * ROWS + r, N - 1);
+            const u8* qr = q + row * q_row_bytes;
+            const u8* sr = s + row * s_row_bytes;
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int c = min(32 * u + lane, chunks - 1);
+                load_chunk(qr + (long long)c * (CW * 4), w[u][r]);
+                sv[u][r] = ld_stream_scale(sr + 2 * (c / CHUNKS_PER_GROUP));
+            }
+        }
+    };
+    u32 raw[UNROLL][ROWS][CW];
+    float sc[UNROLL][ROWS];
+    if (g < groups) load_group(g, raw, sc);
+#if PRO_RMS
+    // The norm weight of the lane's chunks (a weight: read before the wait too).
+    float nw[UNROLL][CN];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        const int c = min(32 * u + lane, chunks - 1);
+#pragma unroll
+        for (int i = 0; i < CN / 4; ++i) {
+            const float4 a = __ldg((const float4*)(pw + (long long)c * CN) + i);
+            nw[u][4 * i] = a.x; nw[u][4 * i + 1] = a.y; nw[u][4 * i + 2] = a.z; nw[u][4 * i + 3] = a.w;
+        }
+    }
+#endif
+    // x (and later the residual) is the previous kernel's output; nothing global was
+    // written before this point. Every thread waits here once; idle warps then leave.
+    NINFER_PDL_WAIT();
+    NINFER_PDL_TRIGGER();
+    if (g >= groups) return;
+
+    // The lane's activations, prologue applied (zeros past K).
+    float xv[UNROLL][CN];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        const int c = 32 * u + lane;
+        if (c < chunks) {
+#pragma unroll
+            for (int sb = 0; sb < CN / 8; ++sb) {
+#if PRO_SWIGLU
+                float gv[8], uv[8];
+                load_x8(x + (long long)c * CN + 8 * sb, gv);
+                load_x8(x + K + (long long)c * CN + 8 * sb, uv);
+#pragma unroll
+                for (int m = 0; m < 8; ++m) {
+                    const float silu = __fdiv_rn(gv[m], __fadd_rn(1.0f, expf(-gv[m])));
+                    xv[u][8 * sb + m] = __fmul_rn(silu, uv[m]);
+                }
+#else
+                load_x8(x + (long long)c * CN + 8 * sb, &xv[u][8 * sb]);
+#endif
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < CN; ++i) xv[u][i] = 0.0f;
+        }
+    }
+#if PRO_RMS
+    {
+        // The whole row's sum of squares: the lanes' own registers, one warp reduction.
+        float ss = 0.0f;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int i = 0; i < CN; ++i) ss += xv[u][i] * xv[u][i];
+        ss = warp_sum(ss);
+        const float ir = rsqrtf(ss / (float)K + eps);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int i = 0; i < CN; ++i) {
+{%- if prologue == "rmsnorm1p" %}
+                const float scale = 1.0f + nw[u][i];
+{%- else %}
+                const float scale = nw[u][i];
+{%- endif %}
+                xv[u][i] = xv[u][i] * ir * scale;
+            }
+    }
+#endif
+
+    for (;;) {
+        const int row0 = g * ROWS;
+{%- if epilogue == "residual" %}
+        // Lane r adds row r's residual: read now, ahead of the products.
+        float rv = 0.0f;
+        if (lane < ROWS && row0 + lane < N) rv = act_load(residual, row0 + lane);
+{%- endif %}
+        // The next group's weights go out before this group's products.
+        const int gn = g + stride;
+        u32 nraw[UNROLL][ROWS][CW];
+        float nsc[UNROLL][ROWS];
+        if (gn < groups) load_group(gn, nraw, nsc);
+
+        float acc[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (32 * u + lane < chunks) {
+                float part[ROWS];
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r) part[r] = 0.0f;
+#pragma unroll
+                for (int sb = 0; sb < CN / 8; ++sb) {
+#pragma unroll
+                    for (int r = 0; r < ROWS; ++r) {
+                        float wv[8];
+                        chunk_weights8(raw[u][r], sb, wv);
+#pragma unroll
+                        for (int i = 0; i < 8; ++i) part[r] = fmaf(wv[i], xv[u][8 * sb + i], part[r]);
+                    }
+                }
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r) acc[r] = fmaf(part[r], sc[u][r], acc[r]);
+            }
+        }
+        float mine = 0.0f;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const float v = warp_sum(acc[r]);
+            if (lane == r) mine = v;
+        }
+        if (lane < ROWS && row0 + lane < N) {
+{%- if epilogue == "residual" %}
+            mine += rv;
+{%- endif %}
+            y[row0 + lane] = act_store(mine);
+        }
+        if (gn >= groups) break;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+                sc[u][r] = nsc[u][r];
+#pragma unroll
+                for (int i = 0; i < CW; ++i) raw[u][r][i] = nraw[u][r][i];
+            }
+        g = gn;
+    }
+}
+{%- else %}
 extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
                   const u8* __restrict__ q2, const u8* __restrict__ s2,
@@ -257,6 +441,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         for (int r = 0; r < ROWS; ++r)
 #pragma unroll
             for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
+#if TT == 1 && RESIDUAL
+        // One column: lane r adds row r's residual, read as soon as it may be (after the
+        // wait: here once the block has staged, else right after the first staging's wait).
+        float rv = 0.0f;
+        auto load_residual = [&]() {
+            if (lane < ROWS && row0 + lane < N) rv = act_load(residual, row0 + lane);
+        };
+        if (staged) load_residual();
+#endif
 
         // Step loads: every weight load of `UNROLL` chunks of every row (chunks past the slab
         // re-read its last one and are not used).
@@ -335,8 +528,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                         // x (and later the residual) is the previous kernel's output.
                         NINFER_PDL_WAIT();
                         NINFER_PDL_TRIGGER();
+#if TT == 1 && RESIDUAL
+                        load_residual();
+#endif
                     }
-                    __syncthreads();  // the previous slab's readers are done
+                    // The previous slab's readers are done (none before the first staging).
+                    if (staged) __syncthreads();
 #if PRO_RMS
                     if (!staged) {
                         // Each column's inverse RMS over the whole row, once per block.
@@ -431,6 +628,21 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             }
         }
 
+#if TT == 1
+        // Lane r stores row r (one store instruction for the warp's rows).
+        float mine = 0.0f;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const float v = warp_sum(acc[r][0]);
+            if (lane == r) mine = v;
+        }
+        if (lane < ROWS && row0 + lane < N) {
+#if RESIDUAL
+            mine += rv;
+#endif
+            y[row0 + lane] = act_store(mine);
+        }
+#else
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
             const int row = row0 + r;
@@ -446,5 +658,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 }
             }
         }
+#endif
     }
 }
+{%- endif %}
