@@ -202,13 +202,14 @@ pub fn stream_tiles(tt: u32) -> &'static [StreamTile] {
             ..st(rows, warps, unroll)
         }
     }
-    const T1: [StreamTile; 7] = [
+    const T1: [StreamTile; 8] = [
         pt(4, 4, 2),
         st(4, 4, 2),
         pt(4, 8, 2),
         DIRECT_T1[0],
         DIRECT_T1[1],
         DIRECT_T1[2],
+        DIRECT_T1[3],
         SMALL_K_T1,
     ];
     const T2: [StreamTile; 3] = [st(4, 8, 1), st(4, 4, 1), pt(4, 8, 1)];
@@ -227,10 +228,10 @@ pub fn stream_tile(tt: u32) -> StreamTile {
     stream_tiles(tt)[0]
 }
 
-/// The direct splits at one column (1, 2 and 4 rows per warp, 4 warps, one chunk per lane:
-/// K up to 1024), which the default split runs instead where K fits (see
+/// The direct splits at one column (1, 2, 4 and 8 rows per warp, 4 warps, one chunk per
+/// lane: K up to 1024), which the default split runs instead where K fits (see
 /// [`small_k_tile`]).
-pub const DIRECT_T1: [StreamTile; 3] = [dt(1), dt(2), dt(4)];
+pub const DIRECT_T1: [StreamTile; 4] = [dt(1), dt(2), dt(4), dt(8)];
 const fn dt(rows: u32) -> StreamTile {
     StreamTile {
         rows,
@@ -267,6 +268,9 @@ pub fn small_k_tile(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile
     if route.tt != 1 || route.kernel != ExactKernel::Stream(stream_tile(1)) {
         return None;
     }
+    if let Some(choice) = shape_overrides().get(&(n, k)) {
+        return choice.filter(|t| !t.direct || direct_fits(*t, 1, k));
+    }
     let mode = small_k_mode();
     if mode == Some(0) {
         return None;
@@ -296,7 +300,51 @@ fn small_k_mode() -> Option<u32> {
         Ok("r1") => Some(1),
         Ok("r2") => Some(2),
         Ok("r4") => Some(4),
+        Ok("r8") => Some(8),
         _ => None,
+    })
+}
+
+/// The one-column split's short name (`r4_w4_u2_p`, `r1_w4_u1_d`).
+pub fn tile_name(t: StreamTile) -> String {
+    let p = match (t.direct, t.persistent) {
+        (true, _) => "_d",
+        (false, true) => "_p",
+        (false, false) => "",
+    };
+    format!("r{}_w{}_u{}{p}", t.rows, t.warps, t.unroll)
+}
+
+/// `NINFER_STREAM_T1=NxK=split,...` (e.g. `960x576=r1_w4_u1_d,576x1536=-`): per shape, the
+/// one-column split the default split runs instead (`-`: its own), ahead of the rule and of
+/// `NINFER_STREAM_SMALL`; for A/B runs of one shape at a time. Unknown names are ignored.
+fn shape_overrides() -> &'static HashMap<(usize, usize), Option<StreamTile>> {
+    use std::sync::OnceLock;
+    static MAP: OnceLock<HashMap<(usize, usize), Option<StreamTile>>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut map = HashMap::new();
+        let spec = std::env::var("NINFER_STREAM_T1").unwrap_or_default();
+        for item in spec.split(',').filter(|i| !i.is_empty()) {
+            let Some((shape, name)) = item.split_once('=') else {
+                continue;
+            };
+            let Some((n, k)) = shape.split_once('x') else {
+                continue;
+            };
+            let (Ok(n), Ok(k)) = (n.trim().parse(), k.trim().parse()) else {
+                continue;
+            };
+            let choice = if name == "-" {
+                None
+            } else {
+                match stream_tiles(1).iter().find(|&&t| tile_name(t) == name) {
+                    Some(&t) => Some(t),
+                    None => continue,
+                }
+            };
+            map.insert((n, k), choice);
+        }
+        map
     })
 }
 
@@ -2020,7 +2068,8 @@ mod tests {
     #[test]
     fn small_k_shapes_run_a_direct_or_one_row_split() {
         // (The rule as unset NINFER_STREAM_SMALL gives it.)
-        if std::env::var("NINFER_STREAM_SMALL").is_ok() {
+        if std::env::var("NINFER_STREAM_SMALL").is_ok() || std::env::var("NINFER_STREAM_T1").is_ok()
+        {
             return;
         }
         let specs = instantiations();

@@ -213,8 +213,9 @@ __device__ __forceinline__ void chunk_weights8(const u32* w, int sb, float* o) {
 {%- if direct %}
 // Direct mode (one column; the host launches it only where K is at most 32 * UNROLL chunks):
 // a warp owns ROWS rows at a time and lane l the chunks l, l + 32, ... of the whole row, so
-// the warp holds the whole activation row (prologue applied) in registers, loaded once from
-// L2 per warp: no shared memory, no barrier, and the RMS sum of squares is one warp
+// each warp reads the whole activation row once (from L2), applies the prologue, and keeps
+// its chunks in registers: no block barrier (the row passes through the warp's own slab of
+// shared memory to change hands between lanes), and the RMS sum of squares is one warp
 // reduction over the lanes' own registers. Warps walk row groups warp, warp + all warps,
 // ... (the host caps the grid at what fits at once), the next group's weights issued
 // before the current one's products. After the wait a warp's critical path is: x (and
@@ -223,6 +224,7 @@ __device__ __forceinline__ void chunk_weights8(const u32* w, int sb, float* o) {
 #if TT != 1
 #error "gemv_stream's direct mode computes one column"
 #endif
+#define XU (4 * UNROLL)  // 8-activation units per lane: 32 lanes x XU cover 32 x UNROLL chunks
 extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
                   const u8* __restrict__ q2, const u8* __restrict__ s2,
@@ -238,6 +240,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const int groups = (N + ROWS - 1) / ROWS;
     const int stride = gridDim.x * WARPS;
     int g = blockIdx.x * WARPS + (threadIdx.x >> 5);  // warp-uniform
+    // Each warp's activation row in the staged layout (32 * UNROLL chunks).
+    __shared__ __align__(16) float xw_all[WARPS * 32 * UNROLL * XS_CHUNK];
 
     // Every weight load of a group: UNROLL chunks of each of its ROWS rows (rows past N
     // and chunks past K re-read the last one and are not used).
@@ -258,16 +262,26 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     u32 raw[UNROLL][ROWS][CW];
     float sc[UNROLL][ROWS];
     if (g < groups) load_group(g, raw, sc);
+    // The row is read in 8-activation units, unit i (of 4 per chunk) by lane i % 32, so
+    // that a warp's loads are contiguous (a lane reading its own chunk's 128 bytes would
+    // make every load instruction touch 18-32 cache lines); the units then go through the
+    // warp's slab of shared memory (the staged layout: 16-byte pad after each chunk) to the
+    // lanes that multiply them.
+    const int units = chunks * 4;
 #if PRO_RMS
-    // The norm weight of the lane's chunks (a weight: read before the wait too).
-    float nw[UNROLL][CN];
+    // The norm weight of the lane's units (a weight: read before the wait too).
+    float nw[XU][8];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-        const int c = min(32 * u + lane, chunks - 1);
+    for (int m = 0; m < XU; ++m) {
+        const int i = lane + 32 * m;
+        if (i < units) {
+            const float4 a = __ldg((const float4*)(pw + 8LL * i));
+            const float4 b = __ldg((const float4*)(pw + 8LL * i) + 1);
+            nw[m][0] = a.x; nw[m][1] = a.y; nw[m][2] = a.z; nw[m][3] = a.w;
+            nw[m][4] = b.x; nw[m][5] = b.y; nw[m][6] = b.z; nw[m][7] = b.w;
+        } else {
 #pragma unroll
-        for (int i = 0; i < CN / 4; ++i) {
-            const float4 a = __ldg((const float4*)(pw + (long long)c * CN) + i);
-            nw[u][4 * i] = a.x; nw[u][4 * i + 1] = a.y; nw[u][4 * i + 2] = a.z; nw[u][4 * i + 3] = a.w;
+            for (int j = 0; j < 8; ++j) nw[m][j] = 0.0f;
         }
     }
 #endif
@@ -276,31 +290,33 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     NINFER_PDL_WAIT();
     NINFER_PDL_TRIGGER();
     if (g >= groups) return;
+{%- if epilogue == "residual" %}
+    // Lane r adds row r's residual: read first, in the same round trip as x.
+    float rv = 0.0f;
+    if (lane < ROWS && g * ROWS + lane < N) rv = act_load(residual, g * ROWS + lane);
+{%- endif %}
 
-    // The lane's activations, prologue applied (zeros past K).
-    float xv[UNROLL][CN];
+    // The lane's units, prologue applied (zeros past K).
+    float v[XU][8];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-        const int c = 32 * u + lane;
-        if (c < chunks) {
-#pragma unroll
-            for (int sb = 0; sb < CN / 8; ++sb) {
+    for (int m = 0; m < XU; ++m) {
+        const int i = lane + 32 * m;
+        if (i < units) {
 #if PRO_SWIGLU
-                float gv[8], uv[8];
-                load_x8(x + (long long)c * CN + 8 * sb, gv);
-                load_x8(x + K + (long long)c * CN + 8 * sb, uv);
+            float uv[8];
+            load_x8(x + 8LL * i, v[m]);
+            load_x8(x + K + 8LL * i, uv);
 #pragma unroll
-                for (int m = 0; m < 8; ++m) {
-                    const float silu = __fdiv_rn(gv[m], __fadd_rn(1.0f, expf(-gv[m])));
-                    xv[u][8 * sb + m] = __fmul_rn(silu, uv[m]);
-                }
-#else
-                load_x8(x + (long long)c * CN + 8 * sb, &xv[u][8 * sb]);
-#endif
+            for (int j = 0; j < 8; ++j) {
+                const float silu = __fdiv_rn(v[m][j], __fadd_rn(1.0f, expf(-v[m][j])));
+                v[m][j] = __fmul_rn(silu, uv[j]);
             }
+#else
+            load_x8(x + 8LL * i, v[m]);
+#endif
         } else {
 #pragma unroll
-            for (int i = 0; i < CN; ++i) xv[u][i] = 0.0f;
+            for (int j = 0; j < 8; ++j) v[m][j] = 0.0f;
         }
     }
 #if PRO_RMS
@@ -308,32 +324,50 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         // The whole row's sum of squares: the lanes' own registers, one warp reduction.
         float ss = 0.0f;
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
+        for (int m = 0; m < XU; ++m)
 #pragma unroll
-            for (int i = 0; i < CN; ++i) ss += xv[u][i] * xv[u][i];
+            for (int j = 0; j < 8; ++j) ss += v[m][j] * v[m][j];
         ss = warp_sum(ss);
         const float ir = rsqrtf(ss / (float)K + eps);
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
+        for (int m = 0; m < XU; ++m)
 #pragma unroll
-            for (int i = 0; i < CN; ++i) {
+            for (int j = 0; j < 8; ++j) {
 {%- if prologue == "rmsnorm1p" %}
-                const float scale = 1.0f + nw[u][i];
+                const float scale = 1.0f + nw[m][j];
 {%- else %}
-                const float scale = nw[u][i];
+                const float scale = nw[m][j];
 {%- endif %}
-                xv[u][i] = xv[u][i] * ir * scale;
+                v[m][j] = v[m][j] * ir * scale;
             }
     }
 #endif
+    float* xw = xw_all + (threadIdx.x >> 5) * (32 * UNROLL * XS_CHUNK);
+#pragma unroll
+    for (int m = 0; m < XU; ++m) {
+        const int i = lane + 32 * m;
+        if (i < units) {
+            float4* d = (float4*)(xw + (i >> 2) * XS_CHUNK + 8 * (i & 3));
+            d[0] = make_float4(v[m][0], v[m][1], v[m][2], v[m][3]);
+            d[1] = make_float4(v[m][4], v[m][5], v[m][6], v[m][7]);
+        }
+    }
+    __syncwarp();
+    // The lane's chunks (lane, lane + 32, ...): zeros past K.
+    float xv[UNROLL][CN];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        const int c = 32 * u + lane;
+#pragma unroll
+        for (int q4 = 0; q4 < CN / 4; ++q4) {
+            float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (c < chunks) a = *(const float4*)(xw + c * XS_CHUNK + 4 * q4);
+            xv[u][4 * q4] = a.x; xv[u][4 * q4 + 1] = a.y; xv[u][4 * q4 + 2] = a.z; xv[u][4 * q4 + 3] = a.w;
+        }
+    }
 
     for (;;) {
         const int row0 = g * ROWS;
-{%- if epilogue == "residual" %}
-        // Lane r adds row r's residual: read now, ahead of the products.
-        float rv = 0.0f;
-        if (lane < ROWS && row0 + lane < N) rv = act_load(residual, row0 + lane);
-{%- endif %}
         // The next group's weights go out before this group's products.
         const int gn = g + stride;
         u32 nraw[UNROLL][ROWS][CW];
@@ -385,6 +419,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 for (int i = 0; i < CW; ++i) raw[u][r][i] = nraw[u][r][i];
             }
         g = gn;
+{%- if epilogue == "residual" %}
+        if (lane < ROWS && g * ROWS + lane < N) rv = act_load(residual, g * ROWS + lane);
+{%- endif %}
     }
 }
 {%- else %}

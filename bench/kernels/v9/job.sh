@@ -19,7 +19,7 @@ export NINFER_CACHE_DIR=/tmp/ninfer-cache-sg
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; } > $OUT/context.txt
 QF="${QF:-linear_exact_stream_q4_g64,linear_stream_q4_g64,linear_exact_stream_q6_g64_plain_t1_r1_w4_u1_d,linear_exact_stream_q6_g64_res_t1_r4_w4_u1_d,linear_exact_stream_q6_g64_plain_t1_r2_w4_u1_d_rmsnorm}"
 T0=$(date +%s)
-timeout 60 $B kernels build --all --arch sm_90 --filter "$QF" > $OUT/build.txt 2>&1
+timeout ${KT:-30} $B kernels build --all --arch sm_90 --filter "$QF" > $OUT/build.txt 2>&1
 T1=$(date +%s)
 echo "\$ ninfer qualify --filter $QF" > $OUT/qualify.txt
 timeout ${QT:-80} $B qualify --filter "$QF" --json $OUT/qualify.jsonl >> $OUT/qualify.txt 2>&1; qrc=$?
@@ -28,7 +28,7 @@ echo "\$ ninfer bench kernels --filter 'linear_exact prologue'" > $OUT/bench.txt
 timeout ${BT:-40} $B bench kernels --filter "linear_exact prologue" --json $OUT/bench.jsonl --rev "$REV" >> $OUT/bench.txt 2>&1; brc=$?
 T3=$(date +%s)
 mrc=""
-for mode in 0 1 r1; do
+for mode in ${MODES:-0 1 r1}; do
   echo "\$ NINFER_STREAM_SMALL=$mode ninfer bench model --synthetic smollm2-135m --weights q4_g64 --prompt 512 --lanes 1 --decode-tokens 256 --no-profile" > $OUT/model_$mode.txt
   NINFER_STREAM_SMALL=$mode timeout ${MT:-30} $B bench model --synthetic smollm2-135m --weights q4_g64 --prompt 512 --lanes 1 --decode-tokens 256 --no-profile --json $OUT/model_$mode.jsonl --rev "$REV" >> $OUT/model_$mode.txt 2>&1; mrc="$mrc $?"
 done
