@@ -261,15 +261,17 @@ fn direct_fits(tile: StreamTile, tt: u32, k: usize) -> bool {
 
 /// The split the default one-column split runs on a small-K shape, `None` where it keeps
 /// its own (K past 2048, another tile, or `NINFER_STREAM_SMALL=0`): a direct split where K
-/// fits one chunk per lane and the prologue is not SwiGLU, with 1, 2 or 4 rows per warp by
-/// N (`NINFER_STREAM_SMALL=r1|r2|r4` forces one, for A/B runs); else [`SMALL_K_T1`] up to
-/// 64 chunks.
+/// fits one chunk per lane and the prologue is not SwiGLU, with 4 rows per warp, or 1
+/// without a prologue at N <= 1024 (`NINFER_STREAM_SMALL=r1|r2|r4|r8` forces one, for A/B
+/// runs); else [`SMALL_K_T1`] up to 64 chunks.
 pub fn small_k_tile(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile> {
     if route.tt != 1 || route.kernel != ExactKernel::Stream(stream_tile(1)) {
         return None;
     }
     if let Some(choice) = shape_overrides().get(&(n, k)) {
-        return choice.filter(|t| !t.direct || direct_fits(*t, 1, k));
+        // (The default split itself, or a direct one past its K, would launch the default
+        // split again: no substitute.)
+        return choice.filter(|&t| t != stream_tile(1) && (!t.direct || direct_fits(t, 1, k)));
     }
     let mode = small_k_mode();
     if mode == Some(0) {
@@ -277,13 +279,12 @@ pub fn small_k_tile(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile
     }
     let chunks = k / 32;
     if chunks <= 32 && route.prologue != PrologueKind::Swiglu {
-        let rows = mode.unwrap_or(if n <= 1024 {
-            1
-        } else if n <= 8192 {
-            2
-        } else {
-            4
-        });
+        // Measured on SmolLM2's decode step (bench/kernels/README.md, v9 run 3): 4 rows per
+        // warp after RMSNorm (qkv, gate_up; 1 row: 240 and 768 blocks, each warp reading
+        // the norm weight, ran slower) and on large N (the head); 1 row without a prologue
+        // at N <= 1024 (o).
+        let one = route.prologue == PrologueKind::None && n <= 1024;
+        let rows = mode.unwrap_or(if one { 1 } else { 4 });
         return DIRECT_T1.iter().copied().find(|t| t.rows == rows);
     }
     (chunks <= 64).then_some(SMALL_K_T1)
@@ -2081,7 +2082,7 @@ mod tests {
             |rows| ExactKernel::Stream(DIRECT_T1.into_iter().find(|t| t.rows == rows).unwrap());
         // SmolLM2's decode linears: qkv, o, gate_up, down, head (the ring falls back first).
         for (f, (n, k), pro, epi, want) in [
-            (q4, (960, 576), rms, Epilogue::None, direct(1)),
+            (q4, (960, 576), rms, Epilogue::None, direct(4)),
             (
                 q4,
                 (576, 576),
@@ -2089,7 +2090,7 @@ mod tests {
                 Epilogue::Residual,
                 direct(1),
             ),
-            (q4, (3072, 576), rms, Epilogue::None, direct(2)),
+            (q4, (3072, 576), rms, Epilogue::None, direct(4)),
             (
                 q4,
                 (576, 1536),
@@ -2098,7 +2099,21 @@ mod tests {
                 ExactKernel::Stream(SMALL_K_T1),
             ),
             (q4, (49152, 576), rms, Epilogue::None, direct(4)),
-            (q6, (960, 576), rms, Epilogue::None, direct(1)),
+            (q6, (960, 576), rms, Epilogue::None, direct(4)),
+            (
+                q6,
+                (960, 576),
+                PrologueKind::None,
+                Epilogue::None,
+                direct(1),
+            ),
+            (
+                q6,
+                (2048, 512),
+                PrologueKind::None,
+                Epilogue::None,
+                direct(4),
+            ),
             (
                 q6,
                 (576, 1536),
