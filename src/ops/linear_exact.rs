@@ -2165,4 +2165,51 @@ mod tests {
         };
         assert!(!r.spec().params_line().contains("direct"));
     }
+
+    /// The small-K splits (direct and one-row) of a 4- and a 6-bit format, every epilogue
+    /// and prologue, render and compile for sm_90 through NVRTC, keep their arrays in
+    /// registers (no local-memory frame), and wait on their predecessor (PDL) once.
+    #[test]
+    fn small_k_splits_compile_for_sm_90() {
+        assert!(
+            crate::jit::nvrtc::is_available(),
+            "NVRTC is not loadable: source scripts/nvrtc-env.sh"
+        );
+        let jit = crate::jit::Jit::new(
+            crate::jit::TemplateSet::embedded(),
+            crate::jit::DiskCache::memory_only(),
+        )
+        .unwrap();
+        let arch = crate::jit::Arch::new(9, 0);
+        let small: Vec<ExactKernel> = DIRECT_T1
+            .iter()
+            .chain([&SMALL_K_T1])
+            .map(|&t| ExactKernel::Stream(t))
+            .collect();
+        let specs: Vec<KernelSpec> = all_routes()
+            .iter()
+            .filter(|r| ["q4_g64", "q6_g64"].contains(&r.format.name.as_str()))
+            .filter(|r| small.contains(&r.kernel))
+            .map(ExactRoute::spec)
+            .collect();
+        assert_eq!(specs.len(), 2 * 5 * 5);
+        for spec in specs {
+            let src = jit.render(&spec).unwrap();
+            if let Err(e) = jit.cubin(&spec, arch) {
+                panic!("{} does not compile: {e}", spec.entry);
+            }
+            let ptx = cudarc::nvrtc::compile_ptx_with_opts(
+                src,
+                cudarc::nvrtc::CompileOptions {
+                    arch: Some("compute_90"),
+                    options: crate::jit::nvrtc::base_options(),
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry))
+            .to_src();
+            assert!(!ptx.contains(".local"), "{} uses local memory", spec.entry);
+            assert!(ptx.contains("griddepcontrol.wait"), "{}", spec.entry);
+        }
+    }
 }
