@@ -20,7 +20,9 @@
 //!   q6_g64, q8_g32): 16-byte streamed weight loads issued ahead of use, codes converted by
 //!   the magic-number trick (no int-to-float unit), activations read once per lane for
 //!   several rows. [`ExactRoute::choose`] takes it wherever the format allows and the ring
-//!   kernel does not.
+//!   kernel does not. At one column and K <= 2048 its default split runs a small-K split
+//!   instead ([`small_k_tile`]: the direct mode, a warp per row group with the whole row in
+//!   registers, or one row per warp): SmolLM2's decode linears.
 //! - `gemv` (`templates/linear/gemv.cu` with `act = "f32"`): every other format (dense,
 //!   row-scaled, affine). Dense formats take any K; the others need whole groups.
 //!

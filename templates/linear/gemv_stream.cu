@@ -45,10 +45,14 @@
   silu = g / (1 + expf(-g)) and the product, with _rn intrinsics (f32).
   `pw` (f32, K) is the norm weight, `eps` the norm's epsilon; both unused otherwise.
 
+  Direct mode (`direct = true`; one column, K of at most 32 * unroll chunks, the host
+  checks): no block staging; every warp reads and normalises the whole row itself and
+  walks row groups of `rows` rows (see the comment at the kernel below).
+
   Params: format, tt (max columns), rows (rows per warp), warps (per block), unroll
   (chunks per row per iteration), epilogue ("none" | "residual": Y = X W^T + R, R may be
   Y itself), act ("f32" | "bf16"), prologue ("none" | "rmsnorm" | "rmsnorm1p" | "swiglu";
-  absent means "none").
+  absent means "none"), direct (bool; absent means false).
   Weight planes: row r's quants at q + r*q_row_bytes, its scales at s + r*s_row_bytes.
 
   Programmatic dependent launch (common/pdl.cuh): a block's first step of weight loads (its
