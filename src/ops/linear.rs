@@ -79,6 +79,7 @@ pub fn stream_bf16_tile(tt: u32) -> super::linear_exact::StreamTile {
         warps: 8,
         unroll: if tt == 1 { 2 } else { 1 },
         persistent: false,
+        direct: false,
     }
 }
 

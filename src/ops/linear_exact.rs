@@ -20,7 +20,9 @@
 //!   q6_g64, q8_g32): 16-byte streamed weight loads issued ahead of use, codes converted by
 //!   the magic-number trick (no int-to-float unit), activations read once per lane for
 //!   several rows. [`ExactRoute::choose`] takes it wherever the format allows and the ring
-//!   kernel does not.
+//!   kernel does not. At one column and K <= 2048 its default split runs a small-K split
+//!   instead ([`small_k_tile`]: the direct mode, a warp per row group with the whole row in
+//!   registers, or one row per warp): SmolLM2's decode linears.
 //! - `gemv` (`templates/linear/gemv.cu` with `act = "f32"`): every other format (dense,
 //!   row-scaled, affine). Dense formats take any K; the others need whole groups.
 //!
@@ -62,12 +64,16 @@ pub const STREAM_TT: [u32; 4] = [1, 2, 4, 8];
 /// looping over row groups; the activations are staged once per block when the whole row
 /// fits the shared memory (the opt-in budget [`STREAM_SMEM_PERSISTENT`] where the device
 /// grants it). Otherwise one block per row group, slabs of at most [`STREAM_SMEM`].
+/// `direct` (one column, K of at most `32 * unroll` chunks; other launches of it run the
+/// default split): each warp holds the whole activation row in registers and walks groups
+/// of `rows` rows, no shared memory and no barrier; the grid is capped at what fits at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StreamTile {
     pub rows: u32,
     pub warps: u32,
     pub unroll: u32,
     pub persistent: bool,
+    pub direct: bool,
 }
 
 /// The ring kernel's split (`templates/linear/gemv_ring.cu`): `rows` output rows per pass
@@ -189,17 +195,25 @@ pub fn stream_tiles(tt: u32) -> &'static [StreamTile] {
             warps,
             unroll,
             persistent: false,
+            direct: false,
         }
     }
     const fn pt(rows: u32, warps: u32, unroll: u32) -> StreamTile {
         StreamTile {
-            rows,
-            warps,
-            unroll,
             persistent: true,
+            ..st(rows, warps, unroll)
         }
     }
-    const T1: [StreamTile; 3] = [pt(4, 4, 2), st(4, 4, 2), pt(4, 8, 2)];
+    const T1: [StreamTile; 8] = [
+        pt(4, 4, 2),
+        st(4, 4, 2),
+        pt(4, 8, 2),
+        DIRECT_T1[0],
+        DIRECT_T1[1],
+        DIRECT_T1[2],
+        DIRECT_T1[3],
+        SMALL_K_T1,
+    ];
     const T2: [StreamTile; 3] = [st(4, 8, 1), st(4, 4, 1), pt(4, 8, 1)];
     const T4: [StreamTile; 2] = [pt(4, 8, 1), st(2, 8, 1)];
     const T8: [StreamTile; 2] = [st(2, 8, 1), st(4, 8, 1)];
@@ -214,6 +228,127 @@ pub fn stream_tiles(tt: u32) -> &'static [StreamTile] {
 /// The stream kernel's default split for a column tile.
 pub fn stream_tile(tt: u32) -> StreamTile {
     stream_tiles(tt)[0]
+}
+
+/// The direct splits at one column (1, 2, 4 and 8 rows per warp, 4 warps, one chunk per
+/// lane: K up to 1024), which the default split runs instead where K fits (see
+/// [`small_k_tile`]).
+pub const DIRECT_T1: [StreamTile; 4] = [dt(1), dt(2), dt(4), dt(8)];
+const fn dt(rows: u32) -> StreamTile {
+    StreamTile {
+        rows,
+        warps: 4,
+        unroll: 1,
+        persistent: true,
+        direct: true,
+    }
+}
+/// The block-staged split the default runs instead at one column where K takes 33 to 64
+/// chunks (the direct split does not fit) or the prologue is SwiGLU (whose silu a direct
+/// warp would compute for the whole row): one row per warp, 8 warps sharing the staging.
+pub const SMALL_K_T1: StreamTile = StreamTile {
+    rows: 1,
+    warps: 8,
+    unroll: 2,
+    persistent: false,
+    direct: false,
+};
+
+/// Whether a direct split takes a launch: one column, and every chunk of the row held by
+/// the warp's lanes (at least one).
+fn direct_fits(tile: StreamTile, tt: u32, k: usize) -> bool {
+    let chunks = k / 32;
+    tt == 1 && chunks >= 1 && chunks <= 32 * tile.unroll as usize
+}
+
+/// The split the default one-column split runs on a small-K shape, `None` where it keeps
+/// its own (K past 2048, another tile, or `NINFER_STREAM_SMALL=0`): a direct split where K
+/// fits one chunk per lane and the prologue is not SwiGLU, with 4 rows per warp, or 1
+/// without a prologue at N <= 1024 (`NINFER_STREAM_SMALL=r1|r2|r4|r8` forces one, for A/B
+/// runs); else [`SMALL_K_T1`] up to 64 chunks.
+pub fn small_k_tile(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile> {
+    if route.tt != 1 || route.kernel != ExactKernel::Stream(stream_tile(1)) {
+        return None;
+    }
+    if let Some(choice) = shape_overrides().get(&(n, k)) {
+        // (The default split itself, or a direct one past its K, would launch the default
+        // split again: no substitute.)
+        return choice.filter(|&t| t != stream_tile(1) && (!t.direct || direct_fits(t, 1, k)));
+    }
+    let mode = small_k_mode();
+    if mode == Some(0) {
+        return None;
+    }
+    let chunks = k / 32;
+    if chunks <= 32 && route.prologue != PrologueKind::Swiglu {
+        // Measured on SmolLM2's decode step (bench/kernels/README.md, v9 run 3): 4 rows per
+        // warp after RMSNorm (qkv, gate_up; 1 row: 240 and 768 blocks, each warp reading
+        // the norm weight, ran slower) and on large N (the head); 1 row without a prologue
+        // at N <= 1024 (o).
+        let one = route.prologue == PrologueKind::None && n <= 1024;
+        let rows = mode.unwrap_or(if one { 1 } else { 4 });
+        return DIRECT_T1.iter().copied().find(|t| t.rows == rows);
+    }
+    (chunks <= 64).then_some(SMALL_K_T1)
+}
+
+/// `NINFER_STREAM_SMALL`: unset (the rule of [`small_k_tile`]), `0` (off: the default split
+/// everywhere, the route before v9) or `r1` / `r2` / `r4` (that many rows per warp on every
+/// direct shape): an A/B switch for whole-model benchmarks.
+fn small_k_mode() -> Option<u32> {
+    use std::sync::OnceLock;
+    static MODE: OnceLock<Option<u32>> = OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("NINFER_STREAM_SMALL").as_deref() {
+        Ok("0") => Some(0),
+        Ok("r1") => Some(1),
+        Ok("r2") => Some(2),
+        Ok("r4") => Some(4),
+        Ok("r8") => Some(8),
+        _ => None,
+    })
+}
+
+/// The one-column split's short name (`r4_w4_u2_p`, `r1_w4_u1_d`).
+pub fn tile_name(t: StreamTile) -> String {
+    let p = match (t.direct, t.persistent) {
+        (true, _) => "_d",
+        (false, true) => "_p",
+        (false, false) => "",
+    };
+    format!("r{}_w{}_u{}{p}", t.rows, t.warps, t.unroll)
+}
+
+/// `NINFER_STREAM_T1=NxK=split,...` (e.g. `960x576=r1_w4_u1_d,576x1536=-`): per shape, the
+/// one-column split the default split runs instead (`-`: its own), ahead of the rule and of
+/// `NINFER_STREAM_SMALL`; for A/B runs of one shape at a time. Unknown names are ignored.
+fn shape_overrides() -> &'static HashMap<(usize, usize), Option<StreamTile>> {
+    use std::sync::OnceLock;
+    static MAP: OnceLock<HashMap<(usize, usize), Option<StreamTile>>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut map = HashMap::new();
+        let spec = std::env::var("NINFER_STREAM_T1").unwrap_or_default();
+        for item in spec.split(',').filter(|i| !i.is_empty()) {
+            let Some((shape, name)) = item.split_once('=') else {
+                continue;
+            };
+            let Some((n, k)) = shape.split_once('x') else {
+                continue;
+            };
+            let (Ok(n), Ok(k)) = (n.trim().parse(), k.trim().parse()) else {
+                continue;
+            };
+            let choice = if name == "-" {
+                None
+            } else {
+                match stream_tiles(1).iter().find(|&&t| tile_name(t) == name) {
+                    Some(&t) => Some(t),
+                    None => continue,
+                }
+            };
+            map.insert((n, k), choice);
+        }
+        map
+    })
 }
 
 /// Column tiles of the ring kernel.
@@ -357,9 +492,14 @@ impl ExactRoute {
                 warps,
                 unroll,
                 persistent,
+                direct,
             }) => {
-                let p = if persistent { "_p" } else { "" };
-                KernelSpec::new(
+                let p = match (direct, persistent) {
+                    (true, _) => "_d",
+                    (false, true) => "_p",
+                    (false, false) => "",
+                };
+                let spec = KernelSpec::new(
                     "linear_exact",
                     "linear/gemv_stream.cu",
                     format!(
@@ -371,7 +511,13 @@ impl ExactRoute {
                 .param("warps", warps)
                 .param("unroll", unroll)
                 .param("prologue", self.prologue.param())
-                .programmatic()
+                .programmatic();
+                // Only the direct splits carry the param (the others' specs stay as they were).
+                if direct {
+                    spec.param("direct", true)
+                } else {
+                    spec
+                }
             }
             ExactKernel::Ring(RingTile {
                 rows,
@@ -632,6 +778,9 @@ pub(super) struct Override {
     pub(super) max_grid: Option<u32>,
     /// Ring kernel: K-slices per row stream instead of [`ring_ks`]'s choice.
     pub(super) ks: Option<u32>,
+    /// Stream kernel: launch the route's own split (no small-K substitute, see
+    /// [`small_k_tile`]); a direct split past its K still runs the default one.
+    pub(super) exact_tile: bool,
 }
 
 /// Blocks of `f` resident per SM with `smem` dynamic shared bytes, per device and entry.
@@ -671,6 +820,17 @@ fn stream_geometry(
     over: Override,
 ) -> Result<(u32, usize, usize), GpuError> {
     let groups = n.div_ceil((tile.rows * tile.warps) as usize);
+    if tile.direct {
+        // No shared memory; warps walk their groups, so the grid is what fits at once.
+        let sms = gpu.props().sm_count as usize;
+        if groups <= sms && over.max_grid.is_none() {
+            return Ok((groups as u32, 0, 0));
+        }
+        let resident = blocks_per_sm(gpu, f, entry, tile.warps * 32, 0)? as usize * sms;
+        let resident = over.max_grid.map_or(resident, |g| resident.min(g as usize));
+        let waves = groups.div_ceil(resident.max(1));
+        return Ok((groups.div_ceil(waves.max(1)) as u32, 0, 0));
+    }
     if !tile.persistent {
         let (slab, smem) = stream_slab_within(route.tt, k, over.smem_budget.unwrap_or(STREAM_SMEM));
         return Ok((groups as u32, slab, smem));
@@ -890,6 +1050,24 @@ fn launch_inner(
     if t == 0 || n == 0 {
         return Ok(());
     }
+    if let ExactKernel::Stream(tile) = route.kernel {
+        // A direct split past its K (or at more than one column) runs the default split;
+        // the default split at one column runs the small-K split where one applies.
+        let instead = if tile.direct && !direct_fits(tile, route.tt, k) {
+            Some(stream_tile(route.tt))
+        } else if over.exact_tile {
+            None
+        } else {
+            small_k_tile(route, n, k)
+        };
+        if let Some(tile) = instead {
+            let other = ExactRoute {
+                kernel: ExactKernel::Stream(tile),
+                ..route.clone()
+            };
+            return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
+        }
+    }
     let entry = route.spec();
     // Stream and ring routes launch programmatically (their specs opt in; gemv.cu does not).
     let kernel = gpu.kernel(&entry)?;
@@ -1097,6 +1275,11 @@ fn check(
         },
         PrologueKind::Swiglu => Prologue::Swiglu,
     };
+    // Each route's own kernel (no small-K substitute): every split is qualified by name.
+    let over = Override {
+        exact_tile: true,
+        ..over
+    };
     launch_inner(
         gpu,
         route,
@@ -1187,8 +1370,60 @@ fn check(
 /// also at the 27B head. Persistent splits also loop: a grid of 7 blocks at K = 576, and of
 /// 5 with K = 17408 in 48 KB slabs. RMSNorm: SmolLM2's 576 -> 1536, the 27B's 5120 ->
 /// 17408, and the latter in 16 KB slabs (two or more). SwiGLU (with the residual): SmolLM2's
-/// 1536 -> 576, the 27B's 17408 -> 5120, and the latter in 48 KB slabs.
+/// 1536 -> 576, the 27B's 17408 -> 5120, and the latter in 48 KB slabs. At one column also
+/// SmolLM2's decode shapes ([`smollm2_cases`]); the direct splits: [`direct_cases`].
 fn stream_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
+    if tile.direct {
+        return direct_cases(route);
+    }
+    let mut cases = block_cases(route, tile);
+    if route.tt == 1 {
+        cases.extend(smollm2_cases(route));
+    }
+    cases
+}
+
+/// SmolLM2's one-column shapes with their prologue and epilogue as a decode step runs
+/// them: qkv (960 x 576) and gate_up (3072 x 576) after RMSNorm, o (576 x 576, with the
+/// residual when the route has it), down (576 x 1536 after SwiGLU, with the residual); the
+/// head (49152 x 576 after RMSNorm) for q4_g64.
+fn smollm2_cases(route: &ExactRoute) -> Vec<Case> {
+    let plain = Override::default();
+    match route.prologue {
+        PrologueKind::None => vec![(1, 576, 576, plain)],
+        PrologueKind::RmsNorm(_) => {
+            let mut v = vec![(1, 960, 576, plain), (1, 3072, 576, plain)];
+            if route.format.name == "q4_g64" {
+                v.push((1, 49152, 576, plain));
+            }
+            v
+        }
+        PrologueKind::Swiglu => vec![(1, 576, 1536, plain)],
+    }
+}
+
+/// The direct splits' cases: the odd small shape (two chunks, N not a multiple of a
+/// block's rows), K = 576 with T = 3 (three one-column launches), SmolLM2's shapes
+/// ([`smollm2_cases`]; down's K = 1536 runs the default split), K = 1024 (32 chunks: every
+/// lane), a grid of 7 blocks (warps walking many groups, the next group's weights in
+/// flight), and K = 5120, past the direct split (the default split runs).
+fn direct_cases(route: &ExactRoute) -> Vec<Case> {
+    let plain = Override::default();
+    let looped = Override {
+        max_grid: Some(7),
+        ..plain
+    };
+    let mut cases: Vec<Case> = vec![(1, 144, 64, plain), (3, 1536, 576, plain)];
+    cases.extend(smollm2_cases(route));
+    cases.push((1, 1000, 1024, plain));
+    cases.push((1, 1000, 1024, looped));
+    cases.push((1, 3072, 576, looped));
+    cases.push((1, 5120, 5120, plain));
+    cases
+}
+
+/// The block-staged splits' cases (see [`stream_cases`]).
+fn block_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
     let tt = route.tt as usize;
     let (lo, hi) = match tt {
         1 => (1, 1),
@@ -1201,6 +1436,7 @@ fn stream_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
         smem_budget: Some(b),
         max_grid: tile.persistent.then_some(5),
         ks: None,
+        exact_tile: false,
     };
     let mut cases: Vec<Case> = vec![(tt, 144, 64, plain)];
     match route.prologue {
@@ -1243,6 +1479,7 @@ fn stream_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
             smem_budget: None,
             max_grid: Some(7),
             ks: None,
+            exact_tile: false,
         };
         cases.push((hi, n, k, looped));
     }
@@ -1265,6 +1502,7 @@ fn ring_cases(route: &ExactRoute) -> Vec<Case> {
         smem_budget: None,
         max_grid: Some(grid),
         ks: Some(ks),
+        exact_tile: false,
     };
     let mut cases: Vec<Case> = Vec::new();
     match route.prologue {
@@ -1536,9 +1774,26 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     Ok(records)
 }
 
-/// The prologues' cost: each fused route against the same GEMV without its prologue, q4_g64,
-/// T = 1, the default split, 20 launches back to back per sample (as a captured decode step
-/// runs them), at SmolLM2's and the 27B's shapes.
+/// The kernel a one-column stream or ring route launches on `(n, k)` (16-byte aligned
+/// planes assumed): the ring kernel's stream fallback where K is not a multiple of 1024,
+/// then the small-K substitute ([`small_k_tile`]). For labels.
+pub fn launched_route(route: &ExactRoute, n: usize, k: usize) -> ExactRoute {
+    let mut r = route.clone();
+    if matches!(r.kernel, ExactKernel::Ring(_)) && !k.is_multiple_of(1024) {
+        r = r.stream_fallback();
+    }
+    if let Some(tile) = small_k_tile(&r, n, k) {
+        r.kernel = ExactKernel::Stream(tile);
+    }
+    r
+}
+
+/// The one-column decode linears with their prologues and epilogues, 20 launches back to
+/// back per sample (as a captured decode step runs them, PDL included), q4_g64: SmolLM2's
+/// five (qkv, o, gate_up, down, the head) and 576 -> 1536 + RMSNorm, each by the route the
+/// engine takes (name suffixed ` (route)`) and by every one-column stream split launched as
+/// it is (the direct splits where K fits); and the 27B's two fused shapes (the route and
+/// the stream split it replaced).
 fn bench_prologues(
     ctx: &BenchCtx,
     filter: Option<&str>,
@@ -1553,9 +1808,14 @@ fn bench_prologues(
     let q4 = crate::formats::format("q4_g64").expect("registered");
     let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
     let plain = PrologueKind::RmsNorm(NormWeight::Plain);
+    let none = PrologueKind::None;
     let cases = [
-        ((1536, 576), plain, Epilogue::None),
+        ((960, 576), plain, Epilogue::None),
+        ((576, 576), none, Epilogue::Residual),
+        ((3072, 576), plain, Epilogue::None),
         ((576, 1536), PrologueKind::Swiglu, Epilogue::Residual),
+        ((49152, 576), plain, Epilogue::None),
+        ((1536, 576), plain, Epilogue::None),
         ((17408, 5120), zc, Epilogue::None),
         ((5120, 17408), PrologueKind::Swiglu, Epilogue::Residual),
     ];
@@ -1573,35 +1833,65 @@ fn bench_prologues(
         let r: CudaSlice<f32> = gpu.alloc_zeros(n)?;
         let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
         let res = (epilogue == Epilogue::Residual).then_some(rp);
-        let fused = match kind {
+        let prologue = match kind {
             PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
                 weight: dptr(gpu, &nw),
                 eps: 1e-6,
                 conv,
             },
-            _ => Prologue::Swiglu,
+            PrologueKind::Swiglu => Prologue::Swiglu,
+            PrologueKind::None => Prologue::None,
         };
-        for prologue in [Prologue::None, fused] {
-            let chosen =
-                ExactRoute::choose_with(q4, 1, epilogue, prologue.kind()).expect("instantiated");
-            // The ring kernel (the default) and the stream kernel it replaced, same run.
-            for route in [chosen.clone(), chosen.stream_fallback()] {
-                if route != chosen && !matches!(chosen.kernel, ExactKernel::Ring(_)) {
-                    continue;
-                }
-                let us = median_batched_us(gpu, 15, |i| {
-                    launch_with(gpu, &route, &weights[i % sets], xp, &prologue, res, yp, 1)
-                })?;
-                let bytes = (layout.total_bytes + k * 4 + n * 4) as f64;
-                records.push(ctx.record(
-                    what,
-                    route.spec().entry,
-                    format!("T=1 N={n} K={k}"),
-                    us,
-                    bytes,
-                    2.0 * (n * k) as f64,
-                ));
-            }
+        let chosen = ExactRoute::choose_with(q4, 1, epilogue, kind).expect("instantiated");
+        // (route, label, launched as it is)
+        let mut runs = vec![(
+            chosen.clone(),
+            format!("{} (route)", launched_route(&chosen, n, k).spec().entry),
+            false,
+        )];
+        let splits: Vec<StreamTile> = if k <= 2048 {
+            stream_tiles(1)
+                .iter()
+                .copied()
+                .filter(|&t| !t.direct || direct_fits(t, 1, k))
+                .collect()
+        } else {
+            vec![stream_tile(1)]
+        };
+        for tile in splits {
+            let route = ExactRoute {
+                kernel: ExactKernel::Stream(tile),
+                ..chosen.clone()
+            };
+            runs.push((route.clone(), route.spec().entry, true));
+        }
+        for (route, label, exact_tile) in runs {
+            let over = Override {
+                exact_tile,
+                ..Override::default()
+            };
+            let us = median_batched_us(gpu, 15, |i| {
+                launch_inner(
+                    gpu,
+                    &route,
+                    &weights[i % sets],
+                    xp,
+                    &prologue,
+                    res,
+                    yp,
+                    1,
+                    over,
+                )
+            })?;
+            let bytes = (layout.total_bytes + k * 4 + n * 4) as f64;
+            records.push(ctx.record(
+                what,
+                label,
+                format!("T=1 N={n} K={k}"),
+                us,
+                bytes,
+                2.0 * (n * k) as f64,
+            ));
         }
     }
     Ok(records)
@@ -1829,5 +2119,152 @@ mod tests {
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len(), "an entry name is registered twice");
+    }
+
+    #[test]
+    fn small_k_shapes_run_a_direct_or_one_row_split() {
+        // (The rule as unset NINFER_STREAM_SMALL gives it.)
+        if std::env::var("NINFER_STREAM_SMALL").is_ok() || std::env::var("NINFER_STREAM_T1").is_ok()
+        {
+            return;
+        }
+        let specs = instantiations();
+        let has = |r: &ExactRoute| specs.iter().any(|s| s.entry == r.spec().entry);
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let q6 = crate::formats::format("q6_g64").unwrap();
+        let rms = PrologueKind::RmsNorm(NormWeight::Plain);
+        let direct =
+            |rows| ExactKernel::Stream(DIRECT_T1.into_iter().find(|t| t.rows == rows).unwrap());
+        // SmolLM2's decode linears: qkv, o, gate_up, down, head (the ring falls back first).
+        for (f, (n, k), pro, epi, want) in [
+            (q4, (960, 576), rms, Epilogue::None, direct(4)),
+            (
+                q4,
+                (576, 576),
+                PrologueKind::None,
+                Epilogue::Residual,
+                direct(1),
+            ),
+            (q4, (3072, 576), rms, Epilogue::None, direct(4)),
+            (
+                q4,
+                (576, 1536),
+                PrologueKind::Swiglu,
+                Epilogue::Residual,
+                ExactKernel::Stream(SMALL_K_T1),
+            ),
+            (q4, (49152, 576), rms, Epilogue::None, direct(4)),
+            (q6, (960, 576), rms, Epilogue::None, direct(4)),
+            (
+                q6,
+                (960, 576),
+                PrologueKind::None,
+                Epilogue::None,
+                direct(1),
+            ),
+            (
+                q6,
+                (2048, 512),
+                PrologueKind::None,
+                Epilogue::None,
+                direct(4),
+            ),
+            (
+                q6,
+                (576, 1536),
+                PrologueKind::None,
+                Epilogue::None,
+                ExactKernel::Stream(SMALL_K_T1),
+            ),
+        ] {
+            let chosen = ExactRoute::choose_with(f, 1, epi, pro).unwrap();
+            let r = launched_route(&chosen, n, k);
+            assert_eq!(r.kernel, want, "{} {n}x{k}", f.name);
+            assert!(has(&r), "{} is launched but not registered", r.spec().entry);
+            assert_eq!((r.prologue, r.epilogue), (pro, epi));
+        }
+        // K past 2048, more columns, other splits: unchanged.
+        let ring = ExactRoute::choose(q4, 1, Epilogue::None);
+        assert_eq!(launched_route(&ring, 17408, 5120), ring);
+        let q6r = ExactRoute::choose(q6, 1, Epilogue::None);
+        assert_eq!(launched_route(&q6r, 5120, 17408), q6r);
+        let two = ExactRoute::choose(q6, 2, Epilogue::None);
+        assert_eq!(launched_route(&two, 576, 576), two);
+        let other = ExactRoute {
+            kernel: ExactKernel::Stream(stream_tiles(1)[1]),
+            ..q6r.clone()
+        };
+        assert_eq!(launched_route(&other, 576, 576), other);
+    }
+
+    #[test]
+    fn direct_splits_take_one_column_of_at_most_one_chunk_per_lane() {
+        let d = DIRECT_T1[0];
+        assert!(d.direct && d.unroll == 1);
+        assert!(direct_fits(d, 1, 32) && direct_fits(d, 1, 576) && direct_fits(d, 1, 1024));
+        assert!(!direct_fits(d, 1, 1056) && !direct_fits(d, 1, 0) && !direct_fits(d, 2, 576));
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        for &tile in &DIRECT_T1 {
+            let r = ExactRoute {
+                kernel: ExactKernel::Stream(tile),
+                ..ExactRoute::choose(q4, 1, Epilogue::None)
+            };
+            let spec = r.spec();
+            assert!(spec.entry.ends_with("_u1_d"), "{}", spec.entry);
+            assert!(spec.params_line().contains("direct=true"));
+        }
+        // The block-staged splits keep their params (no `direct`).
+        let r = ExactRoute {
+            kernel: ExactKernel::Stream(stream_tile(1)),
+            ..ExactRoute::choose(q4, 1, Epilogue::None)
+        };
+        assert!(!r.spec().params_line().contains("direct"));
+    }
+
+    /// The small-K splits (direct and one-row) of a 4- and a 6-bit format, every epilogue
+    /// and prologue, render and compile for sm_90 through NVRTC, keep their arrays in
+    /// registers (no local-memory frame), and wait on their predecessor (PDL) once.
+    #[test]
+    fn small_k_splits_compile_for_sm_90() {
+        assert!(
+            crate::jit::nvrtc::is_available(),
+            "NVRTC is not loadable: source scripts/nvrtc-env.sh"
+        );
+        let jit = crate::jit::Jit::new(
+            crate::jit::TemplateSet::embedded(),
+            crate::jit::DiskCache::memory_only(),
+        )
+        .unwrap();
+        let arch = crate::jit::Arch::new(9, 0);
+        let small: Vec<ExactKernel> = DIRECT_T1
+            .iter()
+            .chain([&SMALL_K_T1])
+            .map(|&t| ExactKernel::Stream(t))
+            .collect();
+        let specs: Vec<KernelSpec> = all_routes()
+            .iter()
+            .filter(|r| ["q4_g64", "q6_g64"].contains(&r.format.name.as_str()))
+            .filter(|r| small.contains(&r.kernel))
+            .map(ExactRoute::spec)
+            .collect();
+        assert_eq!(specs.len(), 2 * 5 * 5);
+        for spec in specs {
+            let src = jit.render(&spec).unwrap();
+            if let Err(e) = jit.cubin(&spec, arch) {
+                panic!("{} does not compile: {e}", spec.entry);
+            }
+            let ptx = cudarc::nvrtc::compile_ptx_with_opts(
+                src,
+                cudarc::nvrtc::CompileOptions {
+                    arch: Some("compute_90"),
+                    options: crate::jit::nvrtc::base_options(),
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry))
+            .to_src();
+            assert!(!ptx.contains(".local"), "{} uses local memory", spec.entry);
+            assert!(ptx.contains("griddepcontrol.wait"), "{}", spec.entry);
+        }
     }
 }

@@ -248,6 +248,7 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         smem_budget: Some(16 * 1024),
         max_grid: Some(5),
         ks: None,
+        exact_tile: false,
     };
     let mut v: Vec<Case> = Vec::new();
     match route.prologue {

@@ -45,10 +45,14 @@
   silu = g / (1 + expf(-g)) and the product, with _rn intrinsics (f32).
   `pw` (f32, K) is the norm weight, `eps` the norm's epsilon; both unused otherwise.
 
+  Direct mode (`direct = true`; one column, K of at most 32 * unroll chunks, the host
+  checks): no block staging; every warp reads and normalises the whole row itself and
+  walks row groups of `rows` rows (see the comment at the kernel below).
+
   Params: format, tt (max columns), rows (rows per warp), warps (per block), unroll
   (chunks per row per iteration), epilogue ("none" | "residual": Y = X W^T + R, R may be
   Y itself), act ("f32" | "bf16"), prologue ("none" | "rmsnorm" | "rmsnorm1p" | "swiglu";
-  absent means "none").
+  absent means "none"), direct (bool; absent means false).
   Weight planes: row r's quants at q + r*q_row_bytes, its scales at s + r*s_row_bytes.
 
   Programmatic dependent launch (common/pdl.cuh): a block's first step of weight loads (its
@@ -60,6 +64,7 @@
   waits exactly once on every path (staging is block-uniform).
 #}
 {%- set prologue = prologue | default(value="none") %}
+{%- set direct = direct | default(value=false) %}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
 {% include "common/pdl.cuh" %}
@@ -82,6 +87,11 @@
 #define PRO_RMS 1
 {%- else %}
 #define PRO_RMS 0
+{%- endif %}
+{%- if epilogue == "residual" %}
+#define RESIDUAL 1
+{%- else %}
+#define RESIDUAL 0
 {%- endif %}
 {%- if prologue == "swiglu" %}
 #define PRO_SWIGLU 1
@@ -204,6 +214,221 @@ __device__ __forceinline__ void chunk_weights8(const u32* w, int sb, float* o) {
 #endif
 }
 
+{%- if direct %}
+// Direct mode (one column; the host launches it only where K is at most 32 * UNROLL chunks):
+// a warp owns ROWS rows at a time and lane l the chunks l, l + 32, ... of the whole row, so
+// each warp reads the whole activation row once (from L2), applies the prologue, and keeps
+// its chunks in registers: no block barrier (the row passes through the warp's own slab of
+// shared memory to change hands between lanes), and the RMS sum of squares is one warp
+// reduction over the lanes' own registers. Warps walk row groups warp, warp + all warps,
+// ... (the host caps the grid at what fits at once), the next group's weights issued
+// before the current one's products. After the wait a warp's critical path is: x (and
+// the residual) from L2, the prologue, ROWS x UNROLL chunk products, ROWS warp sums, one
+// store per row (lane r stores row r).
+#if TT != 1
+#error "gemv_stream's direct mode computes one column"
+#endif
+#define XU (4 * UNROLL)  // 8-activation units per lane: 32 lanes x XU cover 32 x UNROLL chunks
+extern "C" __global__ void __launch_bounds__(BLOCK)
+{{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
+                  const u8* __restrict__ q2, const u8* __restrict__ s2,
+                  long long q_row_bytes, long long s_row_bytes,
+                  const act_t* __restrict__ x,
+                  const act_t* residual,
+                  act_t* y,
+                  int T, int N, int K, int slab,
+                  const float* __restrict__ pw, float eps)
+{
+    const int lane = threadIdx.x & 31;
+    const int chunks = K / CN;
+    const int groups = (N + ROWS - 1) / ROWS;
+    const int stride = gridDim.x * WARPS;
+    int g = blockIdx.x * WARPS + (threadIdx.x >> 5);  // warp-uniform
+    // Each warp's activation row in the staged layout (32 * UNROLL chunks).
+    __shared__ __align__(16) float xw_all[WARPS * 32 * UNROLL * XS_CHUNK];
+
+    // Every weight load of a group: UNROLL chunks of each of its ROWS rows (rows past N
+    // and chunks past K re-read the last one and are not used).
+    auto load_group = [&](int gg, u32 (&w)[UNROLL][ROWS][CW], float (&sv)[UNROLL][ROWS]) {
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const long long row = min(gg * ROWS + r, N - 1);
+            const u8* qr = q + row * q_row_bytes;
+            const u8* sr = s + row * s_row_bytes;
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int c = min(32 * u + lane, chunks - 1);
+                load_chunk(qr + (long long)c * (CW * 4), w[u][r]);
+                sv[u][r] = ld_stream_scale(sr + 2 * (c / CHUNKS_PER_GROUP));
+            }
+        }
+    };
+    u32 raw[UNROLL][ROWS][CW];
+    float sc[UNROLL][ROWS];
+    if (g < groups) load_group(g, raw, sc);
+    // The row is read in 8-activation units, unit i (of 4 per chunk) by lane i % 32, so
+    // that a warp's loads are contiguous (a lane reading its own chunk's 128 bytes would
+    // make every load instruction touch 18-32 cache lines); the units then go through the
+    // warp's slab of shared memory (the staged layout: 16-byte pad after each chunk) to the
+    // lanes that multiply them.
+    const int units = chunks * 4;
+#if PRO_RMS
+    // The norm weight of the lane's units (a weight: read before the wait too).
+    float nw[XU][8];
+#pragma unroll
+    for (int m = 0; m < XU; ++m) {
+        const int i = lane + 32 * m;
+        if (i < units) {
+            const float4 a = __ldg((const float4*)(pw + 8LL * i));
+            const float4 b = __ldg((const float4*)(pw + 8LL * i) + 1);
+            nw[m][0] = a.x; nw[m][1] = a.y; nw[m][2] = a.z; nw[m][3] = a.w;
+            nw[m][4] = b.x; nw[m][5] = b.y; nw[m][6] = b.z; nw[m][7] = b.w;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) nw[m][j] = 0.0f;
+        }
+    }
+#endif
+    // x (and later the residual) is the previous kernel's output; nothing global was
+    // written before this point. Every thread waits here once; idle warps then leave.
+    NINFER_PDL_WAIT();
+    NINFER_PDL_TRIGGER();
+    if (g >= groups) return;
+{%- if epilogue == "residual" %}
+    // Lane r adds row r's residual: read first, in the same round trip as x.
+    float rv = 0.0f;
+    if (lane < ROWS && g * ROWS + lane < N) rv = act_load(residual, g * ROWS + lane);
+{%- endif %}
+
+    // The lane's units, prologue applied (zeros past K).
+    float v[XU][8];
+#pragma unroll
+    for (int m = 0; m < XU; ++m) {
+        const int i = lane + 32 * m;
+        if (i < units) {
+#if PRO_SWIGLU
+            float uv[8];
+            load_x8(x + 8LL * i, v[m]);
+            load_x8(x + K + 8LL * i, uv);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const float silu = __fdiv_rn(v[m][j], __fadd_rn(1.0f, expf(-v[m][j])));
+                v[m][j] = __fmul_rn(silu, uv[j]);
+            }
+#else
+            load_x8(x + 8LL * i, v[m]);
+#endif
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[m][j] = 0.0f;
+        }
+    }
+#if PRO_RMS
+    {
+        // The whole row's sum of squares: the lanes' own registers, one warp reduction.
+        float ss = 0.0f;
+#pragma unroll
+        for (int m = 0; m < XU; ++m)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) ss += v[m][j] * v[m][j];
+        ss = warp_sum(ss);
+        const float ir = rsqrtf(ss / (float)K + eps);
+#pragma unroll
+        for (int m = 0; m < XU; ++m)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+{%- if prologue == "rmsnorm1p" %}
+                const float scale = 1.0f + nw[m][j];
+{%- else %}
+                const float scale = nw[m][j];
+{%- endif %}
+                v[m][j] = v[m][j] * ir * scale;
+            }
+    }
+#endif
+    float* xw = xw_all + (threadIdx.x >> 5) * (32 * UNROLL * XS_CHUNK);
+#pragma unroll
+    for (int m = 0; m < XU; ++m) {
+        const int i = lane + 32 * m;
+        if (i < units) {
+            float4* d = (float4*)(xw + (i >> 2) * XS_CHUNK + 8 * (i & 3));
+            d[0] = make_float4(v[m][0], v[m][1], v[m][2], v[m][3]);
+            d[1] = make_float4(v[m][4], v[m][5], v[m][6], v[m][7]);
+        }
+    }
+    __syncwarp();
+    // The lane's chunks (lane, lane + 32, ...): zeros past K.
+    float xv[UNROLL][CN];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        const int c = 32 * u + lane;
+#pragma unroll
+        for (int q4 = 0; q4 < CN / 4; ++q4) {
+            float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (c < chunks) a = *(const float4*)(xw + c * XS_CHUNK + 4 * q4);
+            xv[u][4 * q4] = a.x; xv[u][4 * q4 + 1] = a.y; xv[u][4 * q4 + 2] = a.z; xv[u][4 * q4 + 3] = a.w;
+        }
+    }
+
+    for (;;) {
+        const int row0 = g * ROWS;
+        // The next group's weights go out before this group's products.
+        const int gn = g + stride;
+        u32 nraw[UNROLL][ROWS][CW];
+        float nsc[UNROLL][ROWS];
+        if (gn < groups) load_group(gn, nraw, nsc);
+
+        float acc[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (32 * u + lane < chunks) {
+                float part[ROWS];
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r) part[r] = 0.0f;
+#pragma unroll
+                for (int sb = 0; sb < CN / 8; ++sb) {
+#pragma unroll
+                    for (int r = 0; r < ROWS; ++r) {
+                        float wv[8];
+                        chunk_weights8(raw[u][r], sb, wv);
+#pragma unroll
+                        for (int i = 0; i < 8; ++i) part[r] = fmaf(wv[i], xv[u][8 * sb + i], part[r]);
+                    }
+                }
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r) acc[r] = fmaf(part[r], sc[u][r], acc[r]);
+            }
+        }
+        float mine = 0.0f;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const float v = warp_sum(acc[r]);
+            if (lane == r) mine = v;
+        }
+        if (lane < ROWS && row0 + lane < N) {
+{%- if epilogue == "residual" %}
+            mine += rv;
+{%- endif %}
+            y[row0 + lane] = act_store(mine);
+        }
+        if (gn >= groups) break;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+                sc[u][r] = nsc[u][r];
+#pragma unroll
+                for (int i = 0; i < CW; ++i) raw[u][r][i] = nraw[u][r][i];
+            }
+        g = gn;
+{%- if epilogue == "residual" %}
+        if (lane < ROWS && g * ROWS + lane < N) rv = act_load(residual, g * ROWS + lane);
+{%- endif %}
+    }
+}
+{%- else %}
 extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
                   const u8* __restrict__ q2, const u8* __restrict__ s2,
@@ -257,6 +482,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         for (int r = 0; r < ROWS; ++r)
 #pragma unroll
             for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
+#if TT == 1 && RESIDUAL
+        // One column: lane r adds row r's residual, read as soon as it may be (after the
+        // wait: here once the block has staged, else right after the first staging's wait).
+        float rv = 0.0f;
+        auto load_residual = [&]() {
+            if (lane < ROWS && row0 + lane < N) rv = act_load(residual, row0 + lane);
+        };
+        if (staged) load_residual();
+#endif
 
         // Step loads: every weight load of `UNROLL` chunks of every row (chunks past the slab
         // re-read its last one and are not used).
@@ -335,8 +569,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                         // x (and later the residual) is the previous kernel's output.
                         NINFER_PDL_WAIT();
                         NINFER_PDL_TRIGGER();
+#if TT == 1 && RESIDUAL
+                        load_residual();
+#endif
                     }
-                    __syncthreads();  // the previous slab's readers are done
+                    // The previous slab's readers are done (none before the first staging).
+                    if (staged) __syncthreads();
 #if PRO_RMS
                     if (!staged) {
                         // Each column's inverse RMS over the whole row, once per block.
@@ -431,6 +669,21 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             }
         }
 
+#if TT == 1
+        // Lane r stores row r (one store instruction for the warp's rows).
+        float mine = 0.0f;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const float v = warp_sum(acc[r][0]);
+            if (lane == r) mine = v;
+        }
+        if (lane < ROWS && row0 + lane < N) {
+#if RESIDUAL
+            mine += rv;
+#endif
+            y[row0 + lane] = act_store(mine);
+        }
+#else
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
             const int row = row0 + r;
@@ -446,5 +699,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 }
             }
         }
+#endif
     }
 }
+{%- endif %}
