@@ -152,6 +152,9 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
     const u32 d = (u32)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
 }
+__device__ __forceinline__ void cp_async16_s(u32 d, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -204,31 +207,43 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 
     // Issue stage i (pass i / nr, round i % nr) into slot i % STAGES; always one group.
     int ip = 0, ij = 0, islot = 0;  // the next stage to issue
+    // The pass's first row (weights, scales) as running pointers, the rows left in the
+    // stream as a count, the lane's shared address once: a stage is then per row one
+    // 64-bit add and its copies (no 64-bit row product, no address conversion).
+    const long long qrb = q_row_bytes;
+    const u8* qp = q + (long long)rs0 * q_row_bytes + lane * CB;
+    const u8* sp = s + (long long)rs0 * s_row_bytes;
+    int left = rs1 - rs0;  // rows of the stream from the pass being issued on
+    const int sr = lane / SP, spc = lane - (lane / SP) * SP;  // the lane's scale copy
+    const u32 ring_s = (u32)__cvta_generic_to_shared(my_ring);
     auto issue = [&]() {
         if (ip < passes && active) {
-            u8* slot = my_ring + islot * STAGE_BYTES;
-            const int c = (j0 + ij) * 32 + lane;
+            const u32 d = ring_s + islot * STAGE_BYTES + lane * CB;
+            const u8* src = qp + (j0 + ij) * 32 * CB;
+            if (left >= ROWS) {  // a whole pass (all but a stream's last)
 #pragma unroll
-            for (int r = 0; r < ROWS; ++r) {
-                const int row = rs0 + ip * ROWS + r;
-                if (row < rs1) {
-                    const u8* src = q + (long long)row * q_row_bytes + (long long)c * CB;
+                for (int r = 0; r < ROWS; ++r, src += qrb)
 #pragma unroll
-                    for (int h = 0; h < CB / 16; ++h)
-                        cp_async16(slot + (r * 32 + lane) * CB + 16 * h, src + 16 * h);
-                }
+                    for (int h = 0; h < CB / 16; ++h) cp_async16_s(d + r * 32 * CB + 16 * h, src + 16 * h);
+            } else {
+#pragma unroll
+                for (int r = 0; r < ROWS; ++r, src += qrb)
+                    if (r < left)
+#pragma unroll
+                        for (int h = 0; h < CB / 16; ++h) cp_async16_s(d + r * 32 * CB + 16 * h, src + 16 * h);
             }
-            if (lane < ROWS * SP) {
-                const int r = lane / SP;
-                const int pc = lane - r * SP;
-                const int row = rs0 + ip * ROWS + r;
-                if (row < rs1)
-                    cp_async16(slot + ROWS * 32 * CB + r * SB + 16 * pc,
-                               s + (long long)row * s_row_bytes + (long long)(j0 + ij) * SB + 16 * pc);
-            }
+            if (lane < ROWS * SP && sr < left)
+                cp_async16_s(ring_s + islot * STAGE_BYTES + ROWS * 32 * CB + sr * SB + 16 * spc,
+                             sp + (sr * s_row_bytes + (j0 + ij) * SB + 16 * spc));
         }
         cp_async_commit();
-        if (++ij == nr) { ij = 0; ++ip; }
+        if (++ij == nr) {
+            ij = 0;
+            ++ip;
+            qp += ROWS * qrb;
+            sp += ROWS * s_row_bytes;
+            left -= ROWS;
+        }
         if (++islot == STAGES) islot = 0;
     };
 
