@@ -23,6 +23,18 @@ pub use key::{kernel_key, KernelKey, KeyInputs, OutputKind, CACHE_SCHEMA_VERSION
 pub use spec::{Arch, KernelSpec};
 pub use templates::TemplateSet;
 
+/// For tests that compile kernels: a JIT over the embedded templates with an in-memory
+/// cache. Panics where NVRTC is not loadable (the test command installs it,
+/// `scripts/test.sh`), so a missing NVRTC fails such a test instead of skipping it.
+#[cfg(test)]
+pub(crate) fn test_jit() -> Jit {
+    assert!(
+        nvrtc::is_available(),
+        "NVRTC is not loadable: source scripts/nvrtc-env.sh"
+    );
+    Jit::new(TemplateSet::embedded(), DiskCache::memory_only()).unwrap()
+}
+
 /// Why the pipeline could not produce a kernel.
 #[derive(Debug, thiserror::Error)]
 pub enum JitError {

@@ -1981,16 +1981,8 @@ mod tests {
         // PDL (common/pdl.cuh): before the wait a kernel may only read what no kernel
         // writes. The ring kernel's first stages (weights and scales) come before it, the
         // activations after (bench/kernels/README.md v10 tried issuing more there).
-        // Compiled for sm_80 and sm_90 where NVRTC loads.
-        if !crate::jit::nvrtc::is_available() {
-            eprintln!("NVRTC not loadable: skipped");
-            return;
-        }
-        let jit = crate::jit::Jit::new(
-            crate::jit::TemplateSet::embedded(),
-            crate::jit::DiskCache::memory_only(),
-        )
-        .unwrap();
+        // Compiled for sm_80 and sm_90.
+        let jit = crate::jit::test_jit();
         let q4 = crate::formats::format("q4_g64").unwrap();
         let q8 = crate::formats::format("q8_g32").unwrap();
         let a = ExactRoute::choose(q4, 1, Epilogue::None);
@@ -2226,15 +2218,7 @@ mod tests {
     /// registers (no local-memory frame), and wait on their predecessor (PDL) once.
     #[test]
     fn small_k_splits_compile_for_sm_90() {
-        assert!(
-            crate::jit::nvrtc::is_available(),
-            "NVRTC is not loadable: source scripts/nvrtc-env.sh"
-        );
-        let jit = crate::jit::Jit::new(
-            crate::jit::TemplateSet::embedded(),
-            crate::jit::DiskCache::memory_only(),
-        )
-        .unwrap();
+        let jit = crate::jit::test_jit();
         let arch = crate::jit::Arch::new(9, 0);
         let small: Vec<ExactKernel> = DIRECT_T1
             .iter()

@@ -454,19 +454,10 @@ mod tests {
     }
 
     /// Two instantiations (q4 T = 8 plain, q8 T = 32 SwiGLU + residual) render, wait for the
-    /// previous kernel once, and compile with NVRTC for sm_90 (skipped where NVRTC is not
-    /// loadable: `source scripts/nvrtc-env.sh`).
+    /// previous kernel once, and compile with NVRTC for sm_90.
     #[test]
     fn mma_kernels_compile_with_nvrtc() {
-        if !crate::jit::nvrtc::is_available() {
-            eprintln!("NVRTC not loadable: skipped");
-            return;
-        }
-        let jit = crate::jit::Jit::new(
-            crate::jit::TemplateSet::embedded(),
-            crate::jit::DiskCache::memory_only(),
-        )
-        .unwrap();
+        let jit = crate::jit::test_jit();
         let q4 = crate::formats::format("q4_g64").unwrap();
         let q8 = crate::formats::format("q8_g32").unwrap();
         let a = choose(q4, 8, Epilogue::None, PrologueKind::None).unwrap();

@@ -588,15 +588,7 @@ mod tests {
     /// the staging and accumulator arrays in registers (no local-memory frame).
     #[test]
     fn every_instantiation_compiles_for_sm_90() {
-        assert!(
-            crate::jit::nvrtc::is_available(),
-            "NVRTC is not loadable: source scripts/nvrtc-env.sh"
-        );
-        let jit = crate::jit::Jit::new(
-            crate::jit::TemplateSet::embedded(),
-            crate::jit::DiskCache::memory_only(),
-        )
-        .unwrap();
+        let jit = crate::jit::test_jit();
         let arch = crate::jit::Arch::new(9, 0);
         for spec in instantiations() {
             let src = jit.render(&spec).unwrap();
