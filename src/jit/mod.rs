@@ -35,6 +35,27 @@ pub(crate) fn test_jit() -> Jit {
     Jit::new(TemplateSet::embedded(), DiskCache::memory_only()).unwrap()
 }
 
+/// For tests: `spec` rendered, compiled to a cubin for sm_90 (a panic names the entry
+/// where it does not compile), and its PTX for compute_90, for tests that read the code
+/// (local memory, PDL waits).
+#[cfg(test)]
+pub(crate) fn test_sm90_ptx(jit: &Jit, spec: &KernelSpec) -> String {
+    let src = jit.render(spec).unwrap();
+    if let Err(e) = jit.cubin(spec, Arch::new(9, 0)) {
+        panic!("{} does not compile: {e}", spec.entry);
+    }
+    cudarc::nvrtc::compile_ptx_with_opts(
+        src,
+        cudarc::nvrtc::CompileOptions {
+            arch: Some("compute_90"),
+            options: nvrtc::base_options(),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry))
+    .to_src()
+}
+
 /// Why the pipeline could not produce a kernel.
 #[derive(Debug, thiserror::Error)]
 pub enum JitError {

@@ -659,23 +659,10 @@ mod tests {
     #[test]
     fn every_instantiation_compiles_for_sm_90() {
         let jit = crate::jit::test_jit();
-        let arch = crate::jit::Arch::new(9, 0);
         for spec in instantiations() {
-            let src = jit.render(&spec).unwrap();
-            if let Err(e) = jit.cubin(&spec, arch) {
-                panic!("{} does not compile: {e}", spec.entry);
-            }
-            let ptx = cudarc::nvrtc::compile_ptx_with_opts(
-                src,
-                cudarc::nvrtc::CompileOptions {
-                    arch: Some("compute_90"),
-                    options: crate::jit::nvrtc::base_options(),
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry));
+            let ptx = crate::jit::test_sm90_ptx(&jit, &spec);
             assert!(
-                !ptx.to_src().contains(".local"),
+                !ptx.contains(".local"),
                 "{} keeps an array in local memory",
                 spec.entry
             );

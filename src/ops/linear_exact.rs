@@ -2219,7 +2219,6 @@ mod tests {
     #[test]
     fn small_k_splits_compile_for_sm_90() {
         let jit = crate::jit::test_jit();
-        let arch = crate::jit::Arch::new(9, 0);
         let small: Vec<ExactKernel> = DIRECT_T1
             .iter()
             .chain([&SMALL_K_T1])
@@ -2233,20 +2232,7 @@ mod tests {
             .collect();
         assert_eq!(specs.len(), 2 * 5 * 5);
         for spec in specs {
-            let src = jit.render(&spec).unwrap();
-            if let Err(e) = jit.cubin(&spec, arch) {
-                panic!("{} does not compile: {e}", spec.entry);
-            }
-            let ptx = cudarc::nvrtc::compile_ptx_with_opts(
-                src,
-                cudarc::nvrtc::CompileOptions {
-                    arch: Some("compute_90"),
-                    options: crate::jit::nvrtc::base_options(),
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry))
-            .to_src();
+            let ptx = crate::jit::test_sm90_ptx(&jit, &spec);
             assert!(!ptx.contains(".local"), "{} uses local memory", spec.entry);
             assert!(ptx.contains("griddepcontrol.wait"), "{}", spec.entry);
         }

@@ -589,25 +589,12 @@ mod tests {
     #[test]
     fn every_instantiation_compiles_for_sm_90() {
         let jit = crate::jit::test_jit();
-        let arch = crate::jit::Arch::new(9, 0);
         for spec in instantiations() {
             let src = jit.render(&spec).unwrap();
             assert!(src.contains(&format!("{}(", spec.entry)));
-            if let Err(e) = jit.cubin(&spec, arch) {
-                panic!("{} does not compile: {e}", spec.entry);
-            }
-            let opts = crate::jit::nvrtc::base_options();
-            let ptx = cudarc::nvrtc::compile_ptx_with_opts(
-                src,
-                cudarc::nvrtc::CompileOptions {
-                    arch: Some("compute_90"),
-                    options: opts,
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry));
+            let ptx = crate::jit::test_sm90_ptx(&jit, &spec);
             assert!(
-                !ptx.to_src().contains(".local"),
+                !ptx.contains(".local"),
                 "{} keeps an array in local memory",
                 spec.entry
             );
