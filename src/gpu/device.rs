@@ -103,6 +103,9 @@ pub struct Gpu {
     by_spec: DashMap<String, CudaFunction>,
     /// Programmatic dependent launch for the kernels that opt in (`super::launch`).
     pdl: AtomicBool,
+    /// Dynamic shared memory granted per loaded function (by `CUfunction`), above the
+    /// default 48 KB (see [`Gpu::grant_shared_memory`]).
+    smem_granted: DashMap<usize, usize>,
 }
 
 /// Stream-ordered frees return memory to the device's default pool, which by default hands
@@ -152,6 +155,7 @@ impl Gpu {
             functions: DashMap::new(),
             by_spec: DashMap::new(),
             pdl: AtomicBool::new(pdl),
+            smem_granted: DashMap::new(),
         })
     }
 
@@ -221,6 +225,32 @@ impl Gpu {
         dev: &CudaSlice<T>,
     ) -> Result<Vec<T>, GpuError> {
         self.stream.clone_dtoh(dev).ctx("copying from the device")
+    }
+
+    /// Lets `f` (the kernel `entry`) launch with `bytes` of dynamic shared memory: the
+    /// function's opt-in above the default 48 KB. The limit only ever grows, so that a
+    /// smaller launch never lowers it under a larger one made or captured before, and a
+    /// launch within what was granted makes no driver call.
+    pub fn grant_shared_memory(
+        &self,
+        f: &CudaFunction,
+        bytes: usize,
+        entry: &str,
+    ) -> Result<(), GpuError> {
+        const DEFAULT: usize = 48 * 1024;
+        let mut granted = self
+            .smem_granted
+            .entry(f.cu_function() as usize)
+            .or_insert(DEFAULT);
+        if bytes > *granted {
+            f.set_attribute(
+                sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+            .ctx(&format!("shared memory of {entry}"))?;
+            *granted = bytes;
+        }
+        Ok(())
     }
 
     /// Page-locked host memory for `len` f32, for results read back again and again (a

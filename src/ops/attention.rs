@@ -614,11 +614,7 @@ fn launch_attention_with(
     };
     let f = gpu.kernel(&spec)?;
     let smem = route.smem_bytes();
-    f.function().set_attribute(
-        cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .map_err(|e| GpuError::driver("raising the shared-memory limit", e))?;
+    gpu.grant_shared_memory(f.function(), smem, &spec.entry)?;
     let (nq, threads) = route.tile();
     let rep = dims.rep();
     let scale_log2 = scale * std::f32::consts::LOG2_E;
@@ -915,11 +911,7 @@ pub fn launch_rope_attention_lanes(
     let spec = route.rope_lanes_spec(new.rope.style);
     let f = gpu.kernel(&spec)?;
     let smem = route.smem_bytes();
-    f.function().set_attribute(
-        cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .map_err(|e| GpuError::driver("raising the shared-memory limit", e))?;
+    gpu.grant_shared_memory(f.function(), smem, &spec.entry)?;
     let (_, threads) = route.tile();
     let (grid, mult) = lanes_grid(lanes, max_keys, dims, split, ws.max_splits);
     let cfg = LaunchConfig {

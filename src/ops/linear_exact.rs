@@ -848,14 +848,7 @@ fn stream_geometry(
         .smem_budget
         .unwrap_or(if fits { whole } else { STREAM_SMEM });
     let (slab, smem) = stream_slab_within(route.tt, k, budget);
-    if smem > STREAM_SMEM {
-        // Per launch: a function attribute, cheap, and right for whichever context loaded f.
-        f.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(|e| GpuError::driver(format!("shared memory of {entry}"), e))?;
-    }
+    gpu.grant_shared_memory(f, smem, entry)?;
     let sms = gpu.props().sm_count as usize;
     if groups <= sms && over.max_grid.is_none() {
         // One group per block fits in one wave whatever the occupancy: no query.
@@ -946,24 +939,9 @@ fn ring_geometry_uncached(
     let threads = tile.warps * 32;
     // About as many blocks as fit at once; the slices' sums (rows per block x slices) add
     // to the shared memory, so settle the grid in a few rounds. The function's opt-in
-    // only ever grows: geometry cached for another shape must stay launchable.
-    static GRANTED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
-    let grant = |bytes: usize| -> Result<(), GpuError> {
-        let mut granted = GRANTED.lock().expect("granted shared memory");
-        let now = granted
-            .get_or_insert_with(HashMap::new)
-            .entry(f.cu_function() as usize)
-            .or_insert(STREAM_SMEM);
-        if bytes > *now {
-            f.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                bytes as i32,
-            )
-            .map_err(|e| GpuError::driver(format!("shared memory of {entry}"), e))?;
-            *now = bytes;
-        }
-        Ok(())
-    };
+    // only ever grows (`Gpu::grant_shared_memory`): geometry cached for another shape must
+    // stay launchable.
+    let grant = |bytes: usize| gpu.grant_shared_memory(f, bytes, entry);
     grant(base)?;
     let mut grid = blocks_per_sm(gpu, f, entry, threads, base)? as usize * sms;
     let mut smem = base;

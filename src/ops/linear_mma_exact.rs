@@ -203,22 +203,7 @@ pub(super) fn geometry(
     let budget = over.smem_budget.unwrap_or(MMA_SMEM);
     let (slab, smem) = slab(route.format, route.tt, tile.warps, k, budget.min(optin));
     // The opt-in only grows (a cached geometry of another shape must stay launchable).
-    static GRANTED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
-    {
-        let mut granted = GRANTED.lock().expect("granted shared memory");
-        let now = granted
-            .get_or_insert_with(HashMap::new)
-            .entry(f.cu_function() as usize)
-            .or_insert(48 * 1024);
-        if smem > *now {
-            f.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .map_err(|e| GpuError::driver(format!("shared memory of {entry}"), e))?;
-            *now = smem;
-        }
-    }
+    gpu.grant_shared_memory(f, smem, entry)?;
     let threads = tile.warps * 32;
     let resident =
         blocks_per_sm(gpu, f, entry, threads, smem)? as usize * gpu.props().sm_count as usize;

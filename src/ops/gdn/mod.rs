@@ -510,14 +510,6 @@ fn chunk_tc_smem(dvt: usize) -> usize {
     4 * (2 * c * (d + 4) + c * (d + 8) + c * (c + 4) + d * ls + c * ls + 2 * c)
 }
 
-fn set_smem(f: &cudarc::driver::CudaFunction, bytes: usize) -> Result<(), GpuError> {
-    f.set_attribute(
-        cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        bytes as i32,
-    )
-    .map_err(|e| GpuError::driver("raising the shared-memory limit", e))
-}
-
 /// Dynamic shared memory of the `wu` stage: q and k slices, A, the solve's columns, G and
 /// beta (see `gdn/chunk.cu`).
 fn chunk_wu_smem() -> usize {
@@ -772,9 +764,7 @@ pub fn launch_recurrent(
             let stage = rows * route.tile.dk_max() * route.state.bytes() + rows * 2 * d.kc * 4;
             smem += route.tile.stages as usize * stage;
         }
-        if smem > 48 * 1024 {
-            set_smem(kernel.function(), smem)?;
-        }
+        gpu.grant_shared_memory(kernel.function(), smem, &spec.entry)?;
         LaunchConfig {
             grid_dim: ((d.hk * route.tile.parts(d)) as u32, 1, st.lanes as u32),
             block_dim: (route.tile.warps * 32, 1, 1),
@@ -1088,7 +1078,7 @@ pub fn launch_prefill_stages(
             ChunkMath::F32 => chunk_wu_smem(),
             _ => chunk_wu_tc_smem(),
         };
-        set_smem(&f, smem)?;
+        gpu.grant_shared_memory(&f, smem, &spec.entry)?;
         let cfg = LaunchConfig {
             grid_dim: (t.div_ceil(64) as u32, d.hv as u32, seqs as u32),
             block_dim: (256, 1, 1),
@@ -1132,7 +1122,7 @@ pub fn launch_prefill_stages(
             ChunkMath::F32 => chunk_scan_smem(dvt),
             _ => chunk_tc_smem(dvt),
         };
-        set_smem(&f, smem)?;
+        gpu.grant_shared_memory(&f, smem, &spec.entry)?;
         let cfg = LaunchConfig {
             grid_dim: (d.dv.div_ceil(dvt) as u32, d.hv as u32, seqs as u32),
             block_dim: (256, 1, 1),
