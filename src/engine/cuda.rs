@@ -30,13 +30,13 @@
 //! The trait's ops cannot fail, so a GPU error here is a panic whose message names the
 //! failing op and the driver's error.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{DevicePtr, PinnedHostSlice};
 
 use super::backend::{check_lanes, AttnShape, Backend, Rope};
 use crate::formats::{Format, Layout};
-use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, Graph};
+use crate::gpu::{env_switch, AnyBuffer, CudaSlice, Gpu, GpuError, Graph};
 use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
 use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
@@ -106,10 +106,8 @@ type PointwiseOp = fn(&Gpu, u64, u64, u64, usize) -> Result<(), GpuError>;
 pub const ROPE_ATTENTION_APART_ENV: &str = "NINFER_ROPE_ATTENTION_APART";
 
 fn rope_attention_apart() -> bool {
-    static APART: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *APART.get_or_init(|| {
-        std::env::var(ROPE_ATTENTION_APART_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
-    })
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| env_switch(ROPE_ATTENTION_APART_ENV))
 }
 
 /// Set (to anything but `0`), a lanes step runs its decode attention as one launch per lane
@@ -121,15 +119,13 @@ pub const LANES_ATTENTION_APART_ENV: &str = "NINFER_LANES_ATTENTION_APART";
 pub const PAGEABLE_LOGITS_ENV: &str = "NINFER_PAGEABLE_LOGITS";
 
 fn pageable_logits() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var(PAGEABLE_LOGITS_ENV).is_ok_and(|v| !v.is_empty() && v != "0"))
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| env_switch(PAGEABLE_LOGITS_ENV))
 }
 
 fn lanes_attention_apart() -> bool {
-    static APART: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *APART.get_or_init(|| {
-        std::env::var(LANES_ATTENTION_APART_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
-    })
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| env_switch(LANES_ATTENTION_APART_ENV))
 }
 
 /// Blocks of at least this many tokens go through the chunked GDN prefill (chunk 64).

@@ -25,7 +25,12 @@ pub const NO_PDL_ENV: &str = "NINFER_NO_PDL";
 
 /// Whether the environment turns PDL off.
 pub fn pdl_disabled_by_env() -> bool {
-    std::env::var(NO_PDL_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
+    env_switch(NO_PDL_ENV)
+}
+
+/// Whether the on/off environment switch `name` is on: set to anything but empty or `0`.
+pub fn env_switch(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Whether a device of this compute capability can launch programmatically.

@@ -17,7 +17,9 @@ pub use cublas::Blas;
 pub use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 pub use device::{list_devices, DeviceProps, Gpu};
 pub use graph::Graph;
-pub use launch::{pdl_disabled_by_env, pdl_supported, Kernel, KernelArg, Launch, NO_PDL_ENV};
+pub use launch::{
+    env_switch, pdl_disabled_by_env, pdl_supported, Kernel, KernelArg, Launch, NO_PDL_ENV,
+};
 pub use timing::EventTimer;
 
 /// Why the GPU cannot be used.
