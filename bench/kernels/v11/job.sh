@@ -36,7 +36,10 @@ mkdir -p $NINFER_CACHE_DIR && tar xzf $G/kc.tgz -C $NINFER_CACHE_DIR
 FINAL=$OUT; O=/tmp/v11-out; rm -rf $O; mkdir -p $O
 { echo "revision: $NINFER_REV (binary); templates: checkout + $P patches"; date -u +%FT%TZ;
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; } > $O/context.txt
-( sleep ${PARTIAL_AFTER:-540}; tar czf $FINAL/partial.tgz -C /tmp v11-out ) &
+# If the call's limit comes first, what was written still comes back as one file (no
+# output of its own, so that it never holds the job's stdout open).
+( sleep ${PARTIAL_AFTER:-540}; tar czf $FINAL/partial.tgz -C /tmp v11-out ) > /dev/null 2>&1 &
+PARTIAL=$!
 
 # Template sets.
 mk() {
@@ -112,6 +115,7 @@ if want 27b; then
   done
 fi
 
+pkill -P $PARTIAL sleep 2> /dev/null; kill $PARTIAL 2> /dev/null
 tar czf $FINAL/v11.tgz -C /tmp v11-out
 echo "===== summary"
 cat $O/context.txt
