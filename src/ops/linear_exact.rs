@@ -463,6 +463,24 @@ pub fn ring_enabled() -> bool {
     *ON.get_or_init(|| std::env::var("NINFER_EXACT_RING").map_or(true, |v| v != "0"))
 }
 
+/// `NINFER_RING_BLOCKS_PER_SM=n` (n >= 1): a ring launch takes at most `n` blocks per SM
+/// even where more fit, so that the next launch's blocks can become resident beside it
+/// and issue their first weight stages (before their PDL wait) while it drains. An A/B
+/// switch for the cross-launch overlap experiment (bench/kernels v11); unset or 0: as
+/// many blocks as fit.
+pub fn ring_blocks_per_sm_cap() -> Option<usize> {
+    use std::sync::OnceLock;
+    static CAP: OnceLock<Option<usize>> = OnceLock::new();
+    *CAP.get_or_init(|| {
+        parse_blocks_cap(&std::env::var("NINFER_RING_BLOCKS_PER_SM").unwrap_or_default())
+    })
+}
+
+/// The value of `NINFER_RING_BLOCKS_PER_SM`: a positive count, else no cap.
+fn parse_blocks_cap(v: &str) -> Option<usize> {
+    v.trim().parse::<usize>().ok().filter(|&n| n > 0)
+}
+
 impl ExactRoute {
     pub fn spec(&self) -> KernelSpec {
         let e = match self.epilogue {
@@ -949,6 +967,9 @@ fn ring_geometry_uncached(
     for _ in 0..3 {
         if let Some(g) = over.max_grid {
             grid = grid.min(g as usize);
+        }
+        if let Some(cap) = ring_blocks_per_sm_cap() {
+            grid = grid.min(cap * sms);
         }
         ks = over.ks.unwrap_or_else(|| ring_ks(n, rounds, grid, tile)) as usize;
         let sums = if ks > 1 {
@@ -1931,6 +1952,15 @@ mod tests {
             assert!(!stream_supports(f), "{name}");
             let r = ExactRoute::choose(f, 1, Epilogue::None);
             assert_eq!(r.kernel, ExactKernel::Gemv);
+        }
+    }
+
+    #[test]
+    fn ring_blocks_cap_takes_a_positive_count_only() {
+        assert_eq!(parse_blocks_cap("1"), Some(1));
+        assert_eq!(parse_blocks_cap(" 2 "), Some(2));
+        for off in ["", "0", "-1", "one", "1.5"] {
+            assert_eq!(parse_blocks_cap(off), None, "{off:?}");
         }
     }
 
