@@ -12,6 +12,7 @@
 #            SmolLM2: Gpu::grant_shared_memory and gpu::env_switch run at every launch site
 #   qualify  ninfer qualify --filter linear_exact_ring,_d_rms with the `both` set
 #   kernels  bench kernels (prologue shapes and the 27B T = 1 shapes) per set, base twice
+#   overlap  bench kernels, 27B T = 1 shapes, NINFER_RING_BLOCKS_PER_SM unset / 1, twice
 #   smollm2  bench model synthetic SmolLM2 q4_g64, 1 lane, 256 steps, base/both alternating
 #   27b      bench model synthetic 27B q4_g64, 1 lane, 64 steps, base then both
 # All model benches run --no-profile: the installed profile names the committed template
@@ -24,7 +25,7 @@ set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-STEPS="${STEPS:-compare qualify kernels smollm2 27b}"
+STEPS="${STEPS:-compare qualify kernels overlap smollm2 27b}"
 want() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 G=.gpu/v11
 P=bench/kernels/v11
@@ -90,6 +91,20 @@ if want kernels; then
     echo "\$ NINFER_TEMPLATES=t_$v ninfer bench kernels --filter '$F'" >> $O/bench_kernels.txt
     NINFER_REV="$NINFER_REV+$v" NINFER_TEMPLATES=$(tset $v) timeout $(left 60) $N bench kernels --filter "$F" --json $O/bench_kernels_${i}_$v.jsonl >> $O/bench_kernels.txt 2>&1
     t "kernels $v rc $?"
+  done
+fi
+
+if want overlap; then
+  # Cross-launch residency: the r4_w8_s4 split fits two blocks per SM at K <= 6144; capped
+  # at one, the next launch's blocks sit beside it and issue their first stages early.
+  F="linear_exact q4_g64 x20 T=1 N=17408 K=5120|linear_exact q4_g64 x20 T=1 N=10240 K=5120|linear_exact q4_g64 x20 T=1 N=5120 K=6144|linear_exact q4_g64 x20 T=1 N=248320 K=5120"
+  i=0
+  for cap in all 1 all 1; do
+    i=$((i + 1))
+    c=$cap; [ $cap = all ] && c=""
+    echo "\$ NINFER_RING_BLOCKS_PER_SM=$c ninfer bench kernels --filter '$F'" >> $O/bench_overlap.txt
+    NINFER_RING_BLOCKS_PER_SM=$c NINFER_REV="$NINFER_REV+cap$cap" NINFER_TEMPLATES=$(tset base) timeout $(left 60) $N bench kernels --filter "$F" --json $O/bench_overlap_${i}_cap$cap.jsonl >> $O/bench_overlap.txt 2>&1
+    t "overlap cap $cap rc $?"
   done
 fi
 

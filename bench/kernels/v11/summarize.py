@@ -2,8 +2,8 @@
 """The v11 job's table: per template set, the kernels' x20 medians and the model step times.
 
 Usage: summarize.py DIR, the job's output folder, holding one file per run:
-bench_kernels_<i>_<set>.jsonl, bench_smollm2_<i>_<set>.jsonl, bench_27b_<i>_<set>.jsonl
-(<i> is the run's place in the job). Kernel rows: the route the heuristics take (marked
+bench_kernels_<i>_<set>.jsonl, bench_overlap_<i>_cap<n>.jsonl, bench_smollm2_<i>_<set>.jsonl,
+bench_27b_<i>_<set>.jsonl (<i> is the run's place in the job). Kernel rows: the route the heuristics take (marked
 "(route)" by `bench kernels`) and the fastest split, in us, per run; base runs first and
 last, so the drift between its two columns is the noise to read the others against.
 """
@@ -58,6 +58,25 @@ def kernels(d):
         print(f"| {what} | {shape} | " + " | ".join(cells) + " |")
 
 
+def per_route(d, kind, contains):
+    """Every route containing `contains`, one row each, per run of `kind`."""
+    cols = runs(d, kind)
+    if not cols:
+        return
+    table = defaultdict(dict)  # (shape, route) -> label -> median
+    for label, path in cols:
+        for r in records(path):
+            route = r.get("route") or ""
+            if contains in route and r.get("median_us") is not None:
+                table[(r["shape"], route.replace(" (route)", "*"))][label] = r["median_us"]
+    print(f"\n{kind}, x20 median us per split (* the heuristics' route):")
+    print("| shape | route | " + " | ".join(label for label, _ in cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for (shape, route), per_run in sorted(table.items()):
+        cells = [f"{per_run[label]:.2f}" if label in per_run else "" for label, _ in cols]
+        print(f"| {shape} | {route} | " + " | ".join(cells) + " |")
+
+
 def models(d):
     for model in ["smollm2", "27b"]:
         lines = []
@@ -78,6 +97,7 @@ def main():
         print(f"no bench outputs in {d}")
         return
     kernels(d)
+    per_route(d, "overlap", "_ring_")
     models(d)
 
 
