@@ -15,4 +15,5 @@ pub mod model;
 pub mod ops;
 pub mod perplexity;
 pub mod qualify;
+pub mod serve;
 pub mod tune;

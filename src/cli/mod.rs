@@ -10,6 +10,7 @@ pub mod perplexity;
 pub mod precision;
 pub mod qualify;
 pub mod run;
+pub mod serve;
 pub mod tune;
 
 use std::process::ExitCode;
