@@ -10,6 +10,8 @@
 # in this order; each step's timeout is cut to what is left of LIMIT seconds):
 #   compare  ninfer compare (base) on every tiny fixture (64 tokens; 8 lanes) and synthetic
 #            SmolLM2: Gpu::grant_shared_memory and gpu::env_switch run at every launch site
+#   serve    ninfer-serve --device cuda on a tiny fixture: a greedy completion, whole,
+#            streamed and against `ninfer run --device cpu` (needs ninfer-serve.xz)
 #   qualify  ninfer qualify --filter linear_exact_ring,_d_rms with the `both` set
 #   kernels  bench kernels (prologue shapes and the 27B T = 1 shapes) per set, base twice
 #   overlap  bench kernels, 27B T = 1 shapes, NINFER_RING_BLOCKS_PER_SM unset / 1, twice
@@ -17,7 +19,7 @@
 #   27b      bench model synthetic 27B q4_g64, 1 lane, 64 steps, base then both
 # All model benches run --no-profile: the installed profile names the committed template
 # set, so a variant would otherwise run on heuristics against a tuned base.
-# Needs (carried): .gpu/v11/{ninfer.xz,REV,kc.tgz}; kc.tgz = `ninfer kernels build --all
+# Needs (carried): .gpu/v11/{ninfer.xz,ninfer-serve.xz,REV,kc.tgz}; kc.tgz = `ninfer kernels build --all
 # --arch sm_90` for the base and both sets and `kernels build linear_exact --filter
 # ring,_d_rms` for rms and s32, made here with the same binary (kernels not in it compile
 # there on first use). Everything lands in $OUT/v11.tgz; a summary is printed last.
@@ -25,7 +27,7 @@ set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-STEPS="${STEPS:-compare qualify kernels overlap smollm2}"
+STEPS="${STEPS:-compare serve qualify kernels overlap smollm2}"
 want() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 G=.gpu/v11
 P=bench/kernels/v11
@@ -74,6 +76,39 @@ if want compare; then
     timeout $(left 60) $N compare --synthetic smollm2-135m --tokens $tok --lanes $lanes --json $O/compare.jsonl >> $O/compare.txt 2>&1 || echo "FAILED smollm2 lanes $lanes" >> $O/compare.txt
   done
   t compare
+fi
+
+if want serve && [ -f $G/ninfer-serve.xz ]; then
+  # ninfer-serve on the GPU (the backend opened on the engine thread): a tiny fixture (the
+  # device has no network for the default model), one greedy completion whole and
+  # streamed, against `ninfer run` on the cpu with the same prompt (GPU greedy = cpu greedy
+  # on the fixtures, per compare).
+  xz -dc $G/ninfer-serve.xz > /tmp/v11-serve && chmod +x /tmp/v11-serve
+  M=tests/fixtures/tiny/llama
+  /tmp/v11-serve --device cuda --model $M --port 0 > /dev/null 2> $O/serve_stderr.txt &
+  SP=$!
+  for _ in $(seq 60); do grep -q "listening on" $O/serve_stderr.txt && break; sleep 1; done
+  port=$(grep -o "127.0.0.1:[0-9]*" $O/serve_stderr.txt | head -1 | cut -d: -f2)
+  timeout $(left 30) $N run --device cpu --model $M --max-tokens 16 "The history of the city" > $O/serve_cpu_run.txt 2> /dev/null
+  timeout $(left 60) python3 - "$port" $O/serve_cpu_run.txt > $O/serve.txt 2>&1 <<'PY'
+import json, sys, urllib.request
+port, cpu_file = sys.argv[1], sys.argv[2]
+def post(body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions",
+                                 data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    return urllib.request.urlopen(req, timeout=30).read().decode()
+q = {"prompt": "The history of the city", "temperature": 0, "max_tokens": 16}
+whole = json.loads(post(q))
+print(json.dumps(whole))
+text = whole["choices"][0]["text"]
+streamed = "".join(json.loads(l[6:])["choices"][0]["text"]
+                   for l in post(dict(q, stream=True)).splitlines() if l.startswith("data: {"))
+cpu = open(cpu_file).read().rstrip("\n")
+print("serve: whole == streamed:", streamed == text, "| == cpu run:", text == cpu, "|", repr(text), repr(cpu))
+PY
+  echo "serve rc=$?" >> $O/serve.txt
+  kill $SP 2> /dev/null
+  t serve
 fi
 
 if want qualify; then
@@ -135,6 +170,7 @@ tar czf $FINAL/v11.tgz -C /tmp v11-out
 echo "===== summary"
 cat $O/context.txt
 [ -f $O/compare.txt ] && grep -vE '^\$' $O/compare.txt | grep -iE "fail|identical|differ|worst" | cut -c1-160 | head -24
+[ -f $O/serve.txt ] && grep -E "^serve" $O/serve.txt
 [ -f $O/qualify_both.txt ] && tail -4 $O/qualify_both.txt
 python3 $P/summarize.py $O 2>&1 | tail -40
 t done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares .gpu/v11/ (git-ignored) for v11/job.sh: the release binary (xz), its revision,
+# Prepares .gpu/v11/ (git-ignored) for v11/job.sh: the release binaries (xz), their revision,
 # and kc.tgz, the kernels it will run, compiled here for sm_90 so that NVRTC does little
 # on the device: every instantiation of the committed templates and of the `both` set,
 # and the ring and direct-stream kernels of the `rms` and `s32` sets.
@@ -8,13 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 P=bench/kernels/v11
 D=.gpu/v11
-cargo build --release --locked --bin ninfer
+cargo build --release --locked --bin ninfer --bin ninfer-serve
 source scripts/nvrtc-env.sh
 mkdir -p $D
 rev="$(git rev-parse --short HEAD)"
 git diff --quiet HEAD -- src templates build.rs Cargo.toml || rev="$rev+dirty"
 echo "$rev" > $D/REV
 xz -T0 -c target/release/ninfer > $D/ninfer.xz
+xz -T0 -c target/release/ninfer-serve > $D/ninfer-serve.xz
 work=$(mktemp -d)
 cache=$work/cache
 mkset() {
