@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -11,6 +12,8 @@ use serde_json::Value;
 struct Server {
     child: Child,
     port: u16,
+    /// Its stderr lines after the "listening on" one.
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Drop for Server {
@@ -23,6 +26,7 @@ impl Drop for Server {
 /// Starts the server on a free port and waits for its "listening on" line.
 fn serve(args: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ninfer-serve"))
+        .env("NINFER_LOG", "ninfer::serve=debug")
         .args(["--device", "cpu", "--port", "0"])
         .args(args)
         .stdout(Stdio::null())
@@ -43,9 +47,15 @@ fn serve(args: &[&str]) -> Server {
             break digits.parse().expect("a port number");
         }
     };
-    // Keep draining stderr so that the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, port }
+    // Keep reading stderr so that the server never blocks on a full pipe.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().unwrap().push(line);
+        }
+    });
+    Server { child, port, log }
 }
 
 /// One HTTP/1.0 exchange (the server closes the connection after the answer, so the body
@@ -173,6 +183,47 @@ fn the_default_model_answers_chat_and_completion_requests_whole_and_streamed() {
 }
 
 #[test]
+fn requests_decoded_together_get_the_answers_they_get_alone() {
+    let server = serve(&["--lanes", "4"]);
+    let p = server.port;
+    let questions = [
+        "What is the capital of France?",
+        "What is the capital of Germany?",
+        "Name a large animal.",
+        "What is two plus two?",
+        "What colour is the sky?",
+    ];
+    let ask = move |q: &str| {
+        let body = format!(
+            r#"{{"messages":[{{"role":"user","content":"{q}"}}],"temperature":0,"max_tokens":24}}"#
+        );
+        let (status, answer) = http(p, "POST", "/v1/chat/completions", &body);
+        assert_eq!(status, 200, "{answer}");
+        json(&answer)["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let alone: Vec<String> = questions.iter().map(|q| ask(q)).collect();
+    // Five at once: four share each step, the fifth joins when a lane frees.
+    let together: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = questions.iter().map(|q| s.spawn(move || ask(q))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a request thread"))
+            .collect()
+    });
+    assert_eq!(together, alone);
+    let log = server.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("a step of 4 lanes"),
+        "no batched step was logged:\n{log}"
+    );
+    assert!(alone[0].contains("Paris"), "{alone:?}");
+    assert!(alone.iter().all(|a| !a.is_empty()), "{alone:?}");
+}
+
+#[test]
 fn bad_requests_get_an_error_object_and_a_4xx() {
     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/llama");
     let server = serve(&["--model", model]);
@@ -232,6 +283,7 @@ fn bad_requests_get_an_error_object_and_a_4xx() {
 fn bad_flags_are_refused_with_a_sentence() {
     for (args, says) in [
         (&["--max-tokens", "0"][..], "--max-tokens"),
+        (&["--lanes", "9"][..], "1 to 8"),
         (&["--port", "70000"][..], "70000"),
         (&["--host", "203.0.113.1"][..], "cannot listen on"),
     ] {

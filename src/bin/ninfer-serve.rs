@@ -10,8 +10,9 @@ use ninfer::cli::{self, serve};
 /// Endpoints: POST /v1/chat/completions (through the model's chat template) and POST
 /// /v1/completions (plain text), both with "stream": true for server-sent events; GET
 /// /v1/models; GET /health. Requests take max_tokens (max_completion_tokens), temperature
-/// (default 1), top_p, top_k, seed and stop (up to 4 strings). Requests run one at a time,
-/// in arrival order. The address is printed on stderr once the model is loaded.
+/// (default 1), top_p, top_k, seed and stop (up to 4 strings). Up to --lanes requests are
+/// decoded together as lanes of one batched step; more wait in arrival order. The address
+/// is printed on stderr once the model is loaded.
 #[derive(Debug, Parser)]
 #[command(name = "ninfer-serve", version)]
 struct Cli {

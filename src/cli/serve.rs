@@ -8,6 +8,7 @@ use super::precision::PrecisionArgs;
 use super::run::{Device, GpuArgs};
 use super::CliError;
 use crate::model::arch;
+use crate::ops::attention::MAX_LANES;
 use crate::serve::engine::Engine;
 use crate::serve::http::{router, AppState};
 
@@ -29,6 +30,10 @@ pub struct ServeArgs {
     /// max_tokens of a chat request that gives none.
     #[arg(long, default_value_t = 512)]
     pub max_tokens: usize,
+    /// Requests decoded together, as lanes of one batched step (1 to 8); more wait in
+    /// arrival order.
+    #[arg(long, default_value_t = 8)]
+    pub lanes: usize,
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
     #[command(flatten)]
@@ -55,6 +60,12 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     if args.max_tokens == 0 {
         return Err(CliError::usage("--max-tokens must be at least 1"));
     }
+    if !(1..=MAX_LANES).contains(&args.lanes) {
+        return Err(CliError::usage(format!(
+            "--lanes {}: the engine decodes 1 to {MAX_LANES} sequences together",
+            args.lanes
+        )));
+    }
     let precision = args.precision.options()?;
     let files = crate::model::load_model(args.model.as_deref())
         .map_err(|e| CliError::usage(e.to_string()))?;
@@ -76,10 +87,17 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::failed(format!("cannot read the listening address: {e}")))?;
-    let engine = Engine::start(files, name, precision, args.device, args.gpu.clone())?;
+    let engine = Engine::start(
+        files,
+        name,
+        precision,
+        args.device,
+        args.gpu.clone(),
+        args.lanes,
+    )?;
     eprintln!(
-        "ninfer-serve: listening on http://{addr} (model {} on {}; one request at a time)",
-        engine.info.id, engine.info.device
+        "ninfer-serve: listening on http://{addr} (model {} on {}; up to {} requests decoded together)",
+        engine.info.id, engine.info.device, args.lanes
     );
     let _ = std::io::stderr().flush();
     let app = router(Arc::new(AppState::new(engine, args.max_tokens)));

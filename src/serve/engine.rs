@@ -1,23 +1,27 @@
-//! The engine thread: it owns the backend and the loaded model and runs generation jobs one
-//! at a time, in arrival order, sending each job's text back as it is produced.
+//! The engine thread: it owns the backend and the loaded model and decodes up to
+//! `lanes` jobs together, each a lane of one batched step ([`CausalLm::forward_lanes`]:
+//! every weight read once for all lanes), sending each job's text back as it is produced.
 //!
-//! The backend is opened on the thread itself (a GPU context stays with the thread that
-//! made it), and the HTTP side only ever holds the job queue's sender.
+//! Between steps the thread admits queued jobs (in arrival order) into free lanes: a new
+//! job's prompt runs through the model on its own state, then the job joins the next step.
+//! A lane leaves at its stop token, stop string or `max_tokens`, or when its client has
+//! gone. The backend is opened on the thread itself (a GPU context stays with the thread
+//! that made it), and the HTTP side only ever holds the job queue's sender.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, TryRecvError};
 use std::thread;
 
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::stop::StopMatcher;
 use crate::cli::run::{choose_backend, Chosen, Device, GpuArgs};
 use crate::cli::CliError;
-use crate::engine::generate::{
-    generate_chunked, GenerateOptions, Sampling, StopReason, TextStream,
-};
+use crate::engine::generate::{sample, Sampling, TextStream};
 use crate::engine::Backend;
-use crate::model::arch::{self, CausalLm};
+use crate::model::arch::{self, forward_chunked, CausalLm, LogitsWanted};
 use crate::model::precision::PrecisionOptions;
 use crate::model::{ChatMessage, ModelFiles};
 
@@ -98,6 +102,7 @@ impl Engine {
         precision: PrecisionOptions,
         device: Device,
         gpu: GpuArgs,
+        lanes: usize,
     ) -> Result<Engine, CliError> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready_tx, ready) = mpsc::channel::<Result<ModelInfo, CliError>>();
@@ -115,10 +120,10 @@ impl Engine {
                         let _ = ready_tx.send(Err(e));
                     }
                     Ok(Chosen::Cpu(b)) => {
-                        serve_on(&b, &files, &precision, info("cpu"), ready_tx, queue)
+                        serve_on(&b, &files, &precision, info("cpu"), lanes, ready_tx, queue)
                     }
                     Ok(Chosen::Cuda(b)) => {
-                        serve_on(&b, &files, &precision, info("cuda"), ready_tx, queue)
+                        serve_on(&b, &files, &precision, info("cuda"), lanes, ready_tx, queue)
                     }
                 }
             })
@@ -135,12 +140,15 @@ impl Engine {
     }
 }
 
-/// Loads the model on `backend`, reports ready, then runs jobs until the queue closes.
+/// Loads the model on `backend`, reports ready, then serves jobs in lanes until the queue
+/// closes.
+#[allow(clippy::too_many_arguments)]
 fn serve_on<B: Backend>(
     backend: &B,
     files: &ModelFiles,
     precision: &PrecisionOptions,
     info: ModelInfo,
+    lanes: usize,
     ready: mpsc::Sender<Result<ModelInfo, CliError>>,
     queue: mpsc::Receiver<Job>,
 ) {
@@ -155,25 +163,66 @@ fn serve_on<B: Backend>(
     if ready.send(Ok(info)).is_err() {
         return;
     }
-    for job in queue {
-        let events = job.events.clone();
-        // A failure inside one job (a bad state, an engine error) is that job's answer;
-        // the next job starts from a fresh state.
-        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            run_job(&model, files, precision, context, job)
-        }));
-        if let Err(panic) = ran {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "the engine failed".into());
+    let admit = |job: Job| Lane::admit(&model, files, precision, context, job);
+    let mut running: Vec<Lane<'_, _>> = Vec::new();
+    loop {
+        // Free lanes take queued jobs; with none running, wait for one.
+        while running.len() < lanes {
+            let job = if running.is_empty() {
+                match queue.recv() {
+                    Ok(job) => job,
+                    Err(_) => return,
+                }
+            } else {
+                match queue.try_recv() {
+                    Ok(job) => job,
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            };
+            let events = job.events.clone();
+            if let Some(Some(lane)) = guarded(&events, AssertUnwindSafe(|| admit(job))) {
+                running.push(lane);
+            }
+        }
+        if running.is_empty() {
+            continue;
+        }
+        // One step for every lane; a failure inside it ends them all (their states are
+        // then in doubt).
+        let stepped = std::panic::catch_unwind(AssertUnwindSafe(|| step(&model, &mut running)));
+        if let Err(panic) = stepped {
+            let message = panic_message(panic);
+            for mut lane in running.drain(..) {
+                lane.refuse(message.clone(), false);
+            }
+        }
+        running.retain(|lane| !lane.ended);
+    }
+}
+
+/// Runs `f`, turning a panic into the job's refusal.
+fn guarded<T>(
+    events: &UnboundedSender<Event>,
+    f: AssertUnwindSafe<impl FnOnce() -> T>,
+) -> Option<T> {
+    match std::panic::catch_unwind(f) {
+        Ok(v) => Some(v),
+        Err(panic) => {
             let _ = events.send(Event::Refused {
-                message,
+                message: panic_message(panic),
                 bad_request: false,
             });
+            None
         }
     }
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "the engine failed".into())
 }
 
 /// The token ids a prompt stands for, or why it cannot run.
@@ -201,101 +250,151 @@ pub fn encode_prompt(files: &ModelFiles, prompt: &Prompt) -> Result<Vec<u32>, St
     Ok(ids)
 }
 
-fn run_job<B: Backend, M: CausalLm<B>>(
-    model: &M,
-    files: &ModelFiles,
-    precision: &PrecisionOptions,
-    context: Option<usize>,
-    job: Job,
-) {
-    let refuse = |message: String| {
-        let _ = job.events.send(Event::Refused {
-            message,
-            bad_request: true,
-        });
-    };
-    let ids = match encode_prompt(files, &job.prompt) {
-        Ok(ids) => ids,
-        Err(e) => return refuse(e),
-    };
-    if let Some(ctx) = context {
-        if ids.len() + job.max_tokens > ctx {
-            return refuse(format!(
-                "the prompt's {} tokens and max_tokens {} exceed the model's context of {ctx} tokens",
-                ids.len(),
-                job.max_tokens
-            ));
-        }
-    }
-    if job
-        .events
-        .send(Event::Started {
-            prompt_tokens: ids.len(),
-        })
-        .is_err()
-    {
-        return;
-    }
-    let opts = GenerateOptions {
-        max_new_tokens: job.max_tokens,
-        sampling: job.sampling,
-        stop_ids: files.tokenizer.stop_ids().to_vec(),
-    };
-    let mut state = model.new_state();
-    let mut text = TextStream::new(&files.tokenizer, true);
-    let mut stops = StopMatcher::new(&job.stop);
-    let mut failure = None;
-    let mut listening = true;
-    let send = |piece: String, listening: &mut bool| {
-        if !piece.is_empty() && job.events.send(Event::Text(piece)).is_err() {
-            *listening = false;
-        }
-    };
-    let generation = generate_chunked(
-        model,
-        &mut state,
-        &ids,
-        &opts,
-        precision.prefill_chunk,
-        |id| {
-            match text.push(id) {
-                Ok(piece) => send(stops.push(&piece), &mut listening),
-                Err(e) => failure = Some(e.to_string()),
-            }
-            listening && failure.is_none() && !stops.stopped()
-        },
-    );
-    if let Some(message) = failure {
-        let _ = job.events.send(Event::Refused {
-            message,
-            bad_request: false,
-        });
-        return;
-    }
-    if !listening {
-        return;
-    }
-    match text.finish() {
-        Ok(tail) => {
-            let mut rest = stops.push(&tail);
-            rest.push_str(&stops.finish());
-            send(rest, &mut listening);
-        }
-        Err(e) => {
+/// A job being decoded: its sequence state and what turns its tokens into events.
+struct Lane<'a, S> {
+    events: UnboundedSender<Event>,
+    state: S,
+    text: TextStream<'a>,
+    stops: StopMatcher,
+    stop_ids: &'a [u32],
+    sampling: Sampling,
+    rng: StdRng,
+    max_tokens: usize,
+    /// Tokens generated so far (the stop token not counted).
+    generated: usize,
+    /// The token the next step feeds.
+    next: u32,
+    ended: bool,
+}
+
+impl<'a, S> Lane<'a, S> {
+    /// Checks and encodes a job, runs its prompt, and takes its first token: the lane, or
+    /// `None` where the job was refused or already ended.
+    fn admit<B: Backend, M: CausalLm<B, State = S>>(
+        model: &M,
+        files: &'a ModelFiles,
+        precision: &PrecisionOptions,
+        context: Option<usize>,
+        job: Job,
+    ) -> Option<Lane<'a, S>> {
+        let refuse = |message: String| {
             let _ = job.events.send(Event::Refused {
-                message: e.to_string(),
-                bad_request: false,
+                message,
+                bad_request: true,
             });
+            None
+        };
+        let ids = match encode_prompt(files, &job.prompt) {
+            Ok(ids) => ids,
+            Err(e) => return refuse(e),
+        };
+        if let Some(ctx) = context {
+            if ids.len() + job.max_tokens > ctx {
+                return refuse(format!(
+                    "the prompt's {} tokens and max_tokens {} exceed the model's context of {ctx} tokens",
+                    ids.len(),
+                    job.max_tokens
+                ));
+            }
+        }
+        let started = Event::Started {
+            prompt_tokens: ids.len(),
+        };
+        if job.events.send(started).is_err() {
+            return None;
+        }
+        let mut state = model.new_state();
+        let logits = forward_chunked(
+            model,
+            &mut state,
+            &ids,
+            LogitsWanted::Last,
+            precision.prefill_chunk,
+        );
+        let mut lane = Lane {
+            events: job.events,
+            state,
+            text: TextStream::new(&files.tokenizer, true),
+            stops: StopMatcher::new(&job.stop),
+            stop_ids: files.tokenizer.stop_ids(),
+            sampling: job.sampling,
+            rng: StdRng::seed_from_u64(job.sampling.seed),
+            max_tokens: job.max_tokens,
+            generated: 0,
+            next: 0,
+            ended: false,
+        };
+        lane.take(&logits);
+        (!lane.ended).then_some(lane)
+    }
+
+    /// Samples the lane's next token from `logits` and sends what it adds to the text; ends
+    /// the lane at a stop token, a stop string, `max_tokens`, or a client that has gone.
+    /// (The same order of checks as `generate`: the stop token first, then the text, then
+    /// the length.)
+    fn take(&mut self, logits: &[f32]) {
+        let id = sample(logits, &self.sampling, &mut self.rng);
+        if self.stop_ids.contains(&id) {
+            return self.finish(Finish::Stop);
+        }
+        self.generated += 1;
+        let piece = match self.text.push(id) {
+            Ok(piece) => self.stops.push(&piece),
+            Err(e) => return self.refuse(e.to_string(), false),
+        };
+        if !piece.is_empty() && self.events.send(Event::Text(piece)).is_err() {
+            self.ended = true;
             return;
         }
+        if self.stops.stopped() {
+            return self.finish(Finish::Stop);
+        }
+        if self.generated >= self.max_tokens {
+            return self.finish(Finish::Length);
+        }
+        self.next = id;
     }
-    let finish = match generation.reason {
-        _ if stops.stopped() => Finish::Stop,
-        StopReason::StopToken => Finish::Stop,
-        StopReason::Length | StopReason::Callback => Finish::Length,
-    };
-    let _ = job.events.send(Event::Done {
-        finish,
-        completion_tokens: generation.tokens.len(),
-    });
+
+    /// Sends the rest of the text and the end.
+    fn finish(&mut self, finish: Finish) {
+        self.ended = true;
+        let tail = match self.text.finish() {
+            Ok(tail) => tail,
+            Err(e) => return self.refuse(e.to_string(), false),
+        };
+        let mut rest = self.stops.push(&tail);
+        rest.push_str(&self.stops.finish());
+        if !rest.is_empty() {
+            let _ = self.events.send(Event::Text(rest));
+        }
+        let _ = self.events.send(Event::Done {
+            finish,
+            completion_tokens: self.generated,
+        });
+    }
+
+    fn refuse(&mut self, message: String, bad_request: bool) {
+        self.ended = true;
+        let _ = self.events.send(Event::Refused {
+            message,
+            bad_request,
+        });
+    }
+}
+
+/// One decode step of every running lane: the single-sequence path for one lane (its
+/// captured graph on the GPU), the batched one for more.
+fn step<B: Backend, M: CausalLm<B>>(model: &M, running: &mut [Lane<'_, M::State>]) {
+    if let [lane] = running {
+        let logits = model.forward(&mut lane.state, &[lane.next], LogitsWanted::Last);
+        lane.take(&logits);
+        return;
+    }
+    tracing::debug!("serve: a step of {} lanes", running.len());
+    let ids: Vec<u32> = running.iter().map(|l| l.next).collect();
+    let mut states: Vec<&mut M::State> = running.iter_mut().map(|l| &mut l.state).collect();
+    let logits = model.forward_lanes(&mut states, &ids);
+    for (lane, logits) in running.iter_mut().zip(&logits) {
+        lane.take(logits);
+    }
 }
