@@ -85,7 +85,7 @@ if want serve && [ -f $G/ninfer-serve.xz ]; then
   # on the fixtures, per compare).
   xz -dc $G/ninfer-serve.xz > /tmp/v11-serve && chmod +x /tmp/v11-serve
   M=tests/fixtures/tiny/llama
-  /tmp/v11-serve --device cuda --model $M --port 0 > /dev/null 2> $O/serve_stderr.txt &
+  NINFER_LOG=ninfer::serve=debug /tmp/v11-serve --device cuda --model $M --port 0 > /dev/null 2> $O/serve_stderr.txt &
   SP=$!
   for _ in $(seq 60); do grep -q "listening on" $O/serve_stderr.txt && break; sleep 1; done
   port=$(grep -o "127.0.0.1:[0-9]*" $O/serve_stderr.txt | head -1 | cut -d: -f2)
@@ -105,6 +105,14 @@ streamed = "".join(json.loads(l[6:])["choices"][0]["text"]
                    for l in post(dict(q, stream=True)).splitlines() if l.startswith("data: {"))
 cpu = open(cpu_file).read().rstrip("\n")
 print("serve: whole == streamed:", streamed == text, "| == cpu run:", text == cpu, "|", repr(text), repr(cpu))
+# Lanes: four prompts at once against each alone (greedy: the same text).
+from concurrent.futures import ThreadPoolExecutor
+prompts = ["The history of the city", "Once upon a time", "The river", "In the north"]
+ask = lambda p: json.loads(post(dict(q, prompt=p)))["choices"][0]["text"]
+alone = [ask(p) for p in prompts]
+with ThreadPoolExecutor(4) as ex:
+    together = list(ex.map(ask, prompts))
+print("serve: 4 at once == alone:", together == alone)
 PY
   echo "serve rc=$?" >> $O/serve.txt
   kill $SP 2> /dev/null
@@ -170,7 +178,7 @@ tar czf $FINAL/v11.tgz -C /tmp v11-out
 echo "===== summary"
 cat $O/context.txt
 [ -f $O/compare.txt ] && grep -vE '^\$' $O/compare.txt | grep -iE "fail|identical|differ|worst" | cut -c1-160 | head -24
-[ -f $O/serve.txt ] && grep -E "^serve" $O/serve.txt
+[ -f $O/serve.txt ] && grep -E "^serve" $O/serve.txt && echo "batched steps logged: $(grep -c 'a step of' $O/serve_stderr.txt)"
 [ -f $O/qualify_both.txt ] && tail -4 $O/qualify_both.txt
 python3 $P/summarize.py $O 2>&1 | tail -40
 t done
