@@ -10,8 +10,9 @@
 # in this order; each step's timeout is cut to what is left of LIMIT seconds):
 #   compare  ninfer compare (base) on every tiny fixture (64 tokens; 8 lanes) and synthetic
 #            SmolLM2: Gpu::grant_shared_memory and gpu::env_switch run at every launch site
-#   serve    ninfer-serve --device cuda on a tiny fixture: a greedy completion, whole,
-#            streamed and against `ninfer run --device cpu` (needs ninfer-serve.xz)
+#   serve    ninfer-serve --device cuda on tiny llama and qwen35_r2: a greedy completion
+#            whole, streamed and against `ninfer run --device cpu`; four at once against
+#            each alone (needs ninfer-serve.xz)
 #   qualify  ninfer qualify --filter linear_exact_ring,_d_rms with the `both` set
 #   kernels  bench kernels (prologue shapes and the 27B T = 1 shapes) per set, base twice
 #   overlap  bench kernels, 27B T = 1 shapes, NINFER_RING_BLOCKS_PER_SM unset / 1, twice
@@ -79,20 +80,17 @@ if want compare; then
 fi
 
 if want serve && [ -f $G/ninfer-serve.xz ]; then
-  # ninfer-serve on the GPU (the backend opened on the engine thread): a tiny fixture (the
-  # device has no network for the default model), one greedy completion whole and
-  # streamed, against `ninfer run` on the cpu with the same prompt (GPU greedy = cpu greedy
-  # on the fixtures, per compare).
+  # ninfer-serve on the GPU (the backend opened on the engine thread), on two tiny
+  # fixtures (the device has no network for the default model): llama, and qwen35_r2 (GDN
+  # states, whose lanes slab must follow lanes that join and leave). Per fixture: one
+  # greedy completion whole and streamed, against `ninfer run` on the cpu with the same
+  # prompt (GPU greedy = cpu greedy on the fixtures, per compare), then four requests at
+  # once against each alone.
   xz -dc $G/ninfer-serve.xz > /tmp/v11-serve && chmod +x /tmp/v11-serve
-  M=tests/fixtures/tiny/llama
-  NINFER_LOG=ninfer::serve=debug /tmp/v11-serve --device cuda --model $M --port 0 > /dev/null 2> $O/serve_stderr.txt &
-  SP=$!
-  for _ in $(seq 60); do grep -q "listening on" $O/serve_stderr.txt && break; sleep 1; done
-  port=$(grep -o "127.0.0.1:[0-9]*" $O/serve_stderr.txt | head -1 | cut -d: -f2)
-  timeout $(left 30) $N run --device cpu --model $M --max-tokens 16 "The history of the city" > $O/serve_cpu_run.txt 2> /dev/null
-  timeout $(left 60) python3 - "$port" $O/serve_cpu_run.txt > $O/serve.txt 2>&1 <<'PY'
+  cat > /tmp/v11-serve-check.py <<'PY'
 import json, sys, urllib.request
-port, cpu_file = sys.argv[1], sys.argv[2]
+from concurrent.futures import ThreadPoolExecutor
+port, cpu_file, name = sys.argv[1], sys.argv[2], sys.argv[3]
 def post(body):
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions",
                                  data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
@@ -104,18 +102,26 @@ text = whole["choices"][0]["text"]
 streamed = "".join(json.loads(l[6:])["choices"][0]["text"]
                    for l in post(dict(q, stream=True)).splitlines() if l.startswith("data: {"))
 cpu = open(cpu_file).read().rstrip("\n")
-print("serve: whole == streamed:", streamed == text, "| == cpu run:", text == cpu, "|", repr(text), repr(cpu))
-# Lanes: four prompts at once against each alone (greedy: the same text).
-from concurrent.futures import ThreadPoolExecutor
+print(f"serve {name}: whole == streamed:", streamed == text, "| == cpu run:", text == cpu, "|", repr(text), repr(cpu))
 prompts = ["The history of the city", "Once upon a time", "The river", "In the north"]
 ask = lambda p: json.loads(post(dict(q, prompt=p)))["choices"][0]["text"]
 alone = [ask(p) for p in prompts]
 with ThreadPoolExecutor(4) as ex:
     together = list(ex.map(ask, prompts))
-print("serve: 4 at once == alone:", together == alone)
+print(f"serve {name}: 4 at once == alone:", together == alone)
 PY
-  echo "serve rc=$?" >> $O/serve.txt
-  kill $SP 2> /dev/null
+  for fx in llama qwen35_r2; do
+    M=tests/fixtures/tiny/$fx
+    E=$O/serve_${fx}_stderr.txt
+    NINFER_LOG=ninfer::serve=debug /tmp/v11-serve --device cuda --model $M --port 0 > /dev/null 2> $E &
+    SP=$!
+    for _ in $(seq 60); do grep -q "listening on" $E && break; sleep 1; done
+    port=$(grep -o "127.0.0.1:[0-9]*" $E | head -1 | cut -d: -f2)
+    timeout $(left 30) $N run --device cpu --model $M --max-tokens 16 "The history of the city" > $O/serve_${fx}_cpu.txt 2> /dev/null
+    timeout $(left 60) python3 /tmp/v11-serve-check.py "$port" $O/serve_${fx}_cpu.txt $fx >> $O/serve.txt 2>&1
+    echo "serve $fx rc=$? batched steps logged: $(grep -c 'a step of' $E)" >> $O/serve.txt
+    kill $SP 2> /dev/null
+  done
   t serve
 fi
 
@@ -178,7 +184,7 @@ tar czf $FINAL/v11.tgz -C /tmp v11-out
 echo "===== summary"
 cat $O/context.txt
 [ -f $O/compare.txt ] && grep -vE '^\$' $O/compare.txt | grep -iE "fail|identical|differ|worst" | cut -c1-160 | head -24
-[ -f $O/serve.txt ] && grep -E "^serve" $O/serve.txt && echo "batched steps logged: $(grep -c 'a step of' $O/serve_stderr.txt)"
+[ -f $O/serve.txt ] && grep -E "^serve" $O/serve.txt
 [ -f $O/qualify_both.txt ] && tail -4 $O/qualify_both.txt
 python3 $P/summarize.py $O 2>&1 | tail -40
 t done
