@@ -224,6 +224,48 @@ fn requests_decoded_together_get_the_answers_they_get_alone() {
 }
 
 #[test]
+fn a_gdn_model_decodes_requests_together_as_it_does_alone() {
+    // Qwen3.5's GDN layers keep a recurrent state per lane: lanes that join and leave must
+    // each keep their own.
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/qwen35_r2");
+    let server = serve(&["--model", model, "--lanes", "3"]);
+    let p = server.port;
+    let ask = move |prompt: &str, n: usize| {
+        let body = format!(r#"{{"prompt":"{prompt}","temperature":0,"max_tokens":{n}}}"#);
+        let (status, answer) = http(p, "POST", "/v1/completions", &body);
+        assert_eq!(status, 200, "{answer}");
+        json(&answer)["choices"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // Different lengths, so that lanes leave while others run on.
+    let requests = [
+        ("The river", 6),
+        ("Once upon a time", 12),
+        ("In the north", 9),
+        ("A king", 15),
+    ];
+    let alone: Vec<String> = requests.iter().map(|&(q, n)| ask(q, n)).collect();
+    let together: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = requests
+            .iter()
+            .map(|&(q, n)| s.spawn(move || ask(q, n)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a request thread"))
+            .collect()
+    });
+    assert_eq!(together, alone);
+    let log = server.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("a step of 3 lanes"),
+        "no batched step was logged:\n{log}"
+    );
+}
+
+#[test]
 fn bad_requests_get_an_error_object_and_a_4xx() {
     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/llama");
     let server = serve(&["--model", model]);
