@@ -79,8 +79,6 @@ pub enum Event {
 pub struct ModelInfo {
     /// The name clients see (`/v1/models`).
     pub id: String,
-    /// Whether the model has a chat template (`/v1/chat/completions` needs one).
-    pub chat: bool,
     /// The longest context the model was trained for, where its config says.
     pub context: Option<usize>,
     /// The backend it runs on: `cpu` or `cuda`.
@@ -111,7 +109,6 @@ impl Engine {
             .spawn(move || {
                 let info = |device| ModelInfo {
                     id,
-                    chat: files.chat_template.is_some(),
                     context: files.config.max_position_embeddings,
                     device,
                 };
@@ -226,7 +223,7 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// The token ids a prompt stands for, or why it cannot run.
-pub fn encode_prompt(files: &ModelFiles, prompt: &Prompt) -> Result<Vec<u32>, String> {
+fn encode_prompt(files: &ModelFiles, prompt: &Prompt) -> Result<Vec<u32>, String> {
     let (text, special) = match prompt {
         Prompt::Chat(messages) => {
             let template = files

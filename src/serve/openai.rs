@@ -108,13 +108,15 @@ pub struct Checked {
 const MAX_STOPS: usize = 4;
 
 impl CommonParams {
-    /// Sampling, stop strings and streaming, checked; `max_tokens` falls back to `default`.
+    /// The job for `prompt` with these parameters, checked; `max_tokens` falls back to
+    /// `default`, an absent seed to `seed`.
     fn check(
         &self,
+        prompt: Prompt,
         max_tokens: Option<usize>,
         default: usize,
         seed: u64,
-    ) -> Result<(usize, Sampling, Vec<String>, bool), String> {
+    ) -> Result<Checked, String> {
         if let Some(n) = self.n {
             if n != 1 {
                 return Err(format!(
@@ -153,7 +155,13 @@ impl CommonParams {
             top_p,
             seed: self.seed.unwrap_or(seed),
         };
-        Ok((max_tokens, sampling, stop, self.stream.unwrap_or(false)))
+        Ok(Checked {
+            prompt,
+            max_tokens,
+            sampling,
+            stop,
+            stream: self.stream.unwrap_or(false),
+        })
     }
 }
 
@@ -185,14 +193,8 @@ impl ChatRequest {
             messages.push(ChatMessage::new(m.role.clone(), content));
         }
         let max = self.max_completion_tokens.or(self.common.max_tokens);
-        let (max_tokens, sampling, stop, stream) = self.common.check(max, default_max, seed)?;
-        Ok(Checked {
-            prompt: Prompt::Chat(messages),
-            max_tokens,
-            sampling,
-            stop,
-            stream,
-        })
+        self.common
+            .check(Prompt::Chat(messages), max, default_max, seed)
     }
 }
 
@@ -214,16 +216,13 @@ impl CompletionRequest {
         if prompt.is_empty() {
             return Err("prompt is empty".into());
         }
-        let (max_tokens, sampling, stop, stream) =
-            self.common
-                .check(self.common.max_tokens, COMPLETION_DEFAULT_MAX_TOKENS, seed)?;
-        Ok(Checked {
-            prompt: Prompt::Text(prompt),
-            max_tokens,
-            sampling,
-            stop,
-            stream,
-        })
+        let max = self.common.max_tokens;
+        self.common.check(
+            Prompt::Text(prompt),
+            max,
+            COMPLETION_DEFAULT_MAX_TOKENS,
+            seed,
+        )
     }
 }
 
