@@ -177,8 +177,15 @@ fn serve_on<B: Backend>(
                 }
             };
             let events = job.events.clone();
-            if let Some(Some(lane)) = guarded(&events, AssertUnwindSafe(|| admit(job))) {
-                running.push(lane);
+            match std::panic::catch_unwind(AssertUnwindSafe(|| admit(job))) {
+                Ok(Some(lane)) => running.push(lane),
+                Ok(None) => {}
+                Err(panic) => {
+                    let _ = events.send(Event::Refused {
+                        message: panic_message(panic),
+                        bad_request: false,
+                    });
+                }
             }
         }
         if running.is_empty() {
@@ -194,23 +201,6 @@ fn serve_on<B: Backend>(
             }
         }
         running.retain(|lane| !lane.ended);
-    }
-}
-
-/// Runs `f`, turning a panic into the job's refusal.
-fn guarded<T>(
-    events: &UnboundedSender<Event>,
-    f: AssertUnwindSafe<impl FnOnce() -> T>,
-) -> Option<T> {
-    match std::panic::catch_unwind(f) {
-        Ok(v) => Some(v),
-        Err(panic) => {
-            let _ = events.send(Event::Refused {
-                message: panic_message(panic),
-                bad_request: false,
-            });
-            None
-        }
     }
 }
 
