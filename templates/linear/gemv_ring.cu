@@ -35,13 +35,16 @@
   rmsnorm1p, swiglu), a 16-byte pad per chunk (bank-conflict-free 16-byte reads) whose
   first float holds the chunk's offset term. The first `stages - 1` stages of weights are
   issued before the activations are touched (weights do not depend on the previous kernel).
+  The RMS prologues stage x * w (or x * (1 + w)) and gather each column's sum of squares in
+  the same pass; 1 / rms, one scalar per column, multiplies the outputs with 2^(149-E), so
+  the staging is a single pass over x with no barrier of its own.
 
   Programmatic dependent launch (common/pdl.cuh): those first stages, the address math and
   the K-slice split are all a thread does before NINFER_PDL_WAIT(); they read only the
   weights and scales (uploaded once, never written by a kernel) and write only shared
   memory (cp.async). Every thread then waits once, straight-line, with no return anywhere
   in the kernel (a warp with no rows issues empty groups and waits too), before the first
-  read of x (the RMS prologue's sum of squares included), of the residual or of `pw`, and
+  read of x, of the residual or of `pw`, and
   before any store to y.
 
   Params: format (4 or 8 bits, groups of 32, 64 or 128), tt, rows, warps, stages,
@@ -187,18 +190,21 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     float* sums = (float*)(ring + WARPS * STAGES * STAGE_BYTES);
 #if PRO_RMS
     __shared__ float red[WARPS * TT];
-    __shared__ float inv_rms[TT];
 #endif
 
     // This block's rows, this warp's stream (rows) and slice (rounds).
-    const int rb0 = (int)((long long)blockIdx.x * N / gridDim.x);
-    const int rb1 = (int)((long long)(blockIdx.x + 1) * N / gridDim.x);
+    // In 32 bits (a 64-bit division is a ~75-instruction subroutine): the host launches one
+    // wave (at most a few hundred blocks) and N < 2^22, so (b + 1) * N < 2^32.
+    const unsigned G = gridDim.x, un = (unsigned)N;
+    const int rb0 = (int)(blockIdx.x * un / G);
+    const int rb1 = (int)((blockIdx.x + 1u) * un / G);
     const int streams = WARPS / ks;
     const int stream = warp / ks;
     const int slice = warp - stream * ks;
     const bool active = stream < streams;
-    const int rs0 = rb0 + (int)((long long)stream * (rb1 - rb0) / streams);
-    const int rs1 = rb0 + (int)((long long)(stream + 1) * (rb1 - rb0) / streams);
+    const unsigned block_rows = (unsigned)(rb1 - rb0);
+    const int rs0 = rb0 + (int)((unsigned)stream * block_rows / (unsigned)streams);
+    const int rs1 = rb0 + (int)((unsigned)(stream + 1) * block_rows / (unsigned)streams);
     const int j0 = slice * rounds / ks;
     const int nr = (slice + 1) * rounds / ks - j0;  // rounds of this slice (>= 1)
     const int passes = (rs1 - rs0 + ROWS - 1) / ROWS;
@@ -261,30 +267,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     {
         const long long x_stride = PRO_SWIGLU ? 2LL * K : (long long)K;
 #if PRO_RMS
-        {
-            const int k8 = K / 8;
-            for (int t = 0; t < TT; ++t) {
-                float ss = 0.0f;
-                if (t < T) {
-#pragma unroll 2
-                    for (int i = threadIdx.x; i < k8; i += BLOCK) {
-                        float v[8];
-                        load_x8(x + (long long)t * x_stride + 8 * i, v);
+        // Each column's sum of squares, gathered in the same pass that stages it; the norm's
+        // 1 / rms multiplies the outputs (it is one scalar per column), so no pass over x
+        // and no barrier stand before the stream.
+        float ss[TT];
 #pragma unroll
-                        for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
-                    }
-                }
-                ss = warp_sum(ss);
-                if (lane == 0) red[warp * TT + t] = ss;
-            }
-            __syncthreads();
-            if (threadIdx.x < TT) {
-                float tot = 0.0f;
-                for (int w = 0; w < WARPS; ++w) tot += red[w * TT + threadIdx.x];
-                inv_rms[threadIdx.x] = rsqrtf(tot / (float)K + eps);
-            }
-            __syncthreads();
-        }
+        for (int t = 0; t < TT; ++t) ss[t] = 0.0f;
 #endif
         const int n8 = chunks * (CN / 8);
         const int total = TT * n8;  // columns past T are staged as zeros
@@ -297,7 +285,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 #pragma unroll
             for (int j = 0; j < STAGE_BATCH; ++j) {
                 const int i = i0 + j * BLOCK;
-                const int t = i / n8;
+                const int t = TT == 1 ? 0 : i / n8;
                 if (i < total && t < T) {
                     const long long k = 8LL * (i - t * n8);
                     load_x8(x + (long long)t * x_stride + k, v[j]);
@@ -318,10 +306,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 #pragma unroll
             for (int j = 0; j < STAGE_BATCH; ++j) {
                 const int i = i0 + j * BLOCK;
-                const int t = i / n8;
+                const int t = TT == 1 ? 0 : i / n8;
                 const int e = i - t * n8;  // 8-float unit: chunk e / 4, part e % 4
 #if PRO_RMS
-                const float ir = (i < total && t < T) ? inv_rms[t] : 0.0f;
+                float sq = 0.0f;
 #pragma unroll
                 for (int m = 0; m < 8; ++m) {
 {%- if prologue == "rmsnorm1p" %}
@@ -329,8 +317,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 {%- else %}
                     const float scale = v2[j][m];
 {%- endif %}
-                    v[j][m] = v[j][m] * ir * scale;
+                    sq += v[j][m] * v[j][m];
+                    v[j][m] = v[j][m] * scale;
                 }
+#pragma unroll
+                for (int tt = 0; tt < TT; ++tt)
+                    if (tt == t) ss[tt] += sq;
 #elif PRO_SWIGLU
 #pragma unroll
                 for (int m = 0; m < 8; ++m) {
@@ -359,6 +351,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 }
             }
         }
+#if PRO_RMS
+#pragma unroll
+        for (int t = 0; t < TT; ++t) {
+            const float w = warp_sum(ss[t]);
+            if (lane == 0) red[warp * TT + t] = w;
+        }
+#endif
     }
     __syncthreads();
 
@@ -370,6 +369,26 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         for (int t = 0; t < TT; ++t) acc[r][t] = 0.0f;
     int cp = 0, cj = 0, cslot = 0;  // the stage to compute
     const float out_scale = pow2f(149 - EXP_E);
+    // Per column: the stream's scale, times the norm's 1 / rms (the warps' sums in order).
+    float col_scale[TT];
+#pragma unroll
+    for (int t = 0; t < TT; ++t) {
+#if PRO_RMS
+        float tot = 0.0f;
+        for (int w = 0; w < WARPS; ++w) tot += red[w * TT + t];
+        col_scale[t] = out_scale * rsqrtf(tot / (float)K + eps);
+#else
+        col_scale[t] = out_scale;
+#endif
+    }
+    // col_scale[t] for a t known only at run time, without local memory.
+    auto scale_of = [&](int t) {
+        float c = col_scale[0];
+#pragma unroll
+        for (int tt = 1; tt < TT; ++tt)
+            if (tt == t) c = col_scale[tt];
+        return c;
+    };
     for (int i = 0; i < nstages; ++i) {
         __syncwarp();  // every lane is done reading the slot that issue() refills
         issue();
@@ -454,7 +473,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             const int row = rs0 + cp * ROWS + r;
             if ((lane & ((32 >> LOG_VALS) - 1)) == 0 && row < rs1 && t < T) {
                 if (ks == 1) {
-                    float o = v[0] * out_scale;
+                    float o = v[0] * scale_of(t);
                     const long long at = (long long)t * N + row;
 {%- if epilogue == "residual" %}
                     o += residual[at];
@@ -481,7 +500,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             if (t < T) {
                 float o = 0.0f;
                 for (int sl = 0; sl < ks; ++sl) o += sums[(rl * ks + sl) * TT + t];
-                o *= out_scale;
+                o *= scale_of(t);
                 const long long at = (long long)t * N + rb0 + rl;
 {%- if epilogue == "residual" %}
                 o += residual[at];

@@ -47,7 +47,8 @@
 
   Direct mode (`direct = true`; one column, K of at most 32 * unroll chunks, the host
   checks): no block staging; every warp reads and normalises the whole row itself and
-  walks row groups of `rows` rows (see the comment at the kernel below).
+  walks row groups of `rows` rows (see the comment at the kernel below). Its RMS prologues
+  multiply by w only and apply 1 / rms to the row sums: (x * w) . W * inv_rms.
 
   Params: format, tt (max columns), rows (rows per warp), warps (per block), unroll
   (chunks per row per iteration), epilogue ("none" | "residual": Y = X W^T + R, R may be
@@ -224,7 +225,8 @@ __device__ __forceinline__ void chunk_weights8(const u32* w, int sb, float* o) {
 // ... (the host caps the grid at what fits at once), the next group's weights issued
 // before the current one's products. After the wait a warp's critical path is: x (and
 // the residual) from L2, the prologue, ROWS x UNROLL chunk products, ROWS warp sums, one
-// store per row (lane r stores row r).
+// store per row (lane r stores row r). The RMS prologues' sum of squares is reduced beside
+// the rows' sums, not in front of the products.
 #if TT != 1
 #error "gemv_stream's direct mode computes one column"
 #endif
@@ -324,27 +326,22 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         }
     }
 #if PRO_RMS
-    {
-        // The whole row's sum of squares: the lanes' own registers, one warp reduction.
-        float ss = 0.0f;
+    // The lane's share of the row's sum of squares; the products use x * w, and 1 / rms
+    // (one scalar) multiplies the row sums, so the warp reduction runs beside the products
+    // instead of in front of them.
+    float ss = 0.0f;
 #pragma unroll
-        for (int m = 0; m < XU; ++m)
+    for (int m = 0; m < XU; ++m)
 #pragma unroll
-            for (int j = 0; j < 8; ++j) ss += v[m][j] * v[m][j];
-        ss = warp_sum(ss);
-        const float ir = rsqrtf(ss / (float)K + eps);
-#pragma unroll
-        for (int m = 0; m < XU; ++m)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < 8; ++j) {
 {%- if prologue == "rmsnorm1p" %}
-                const float scale = 1.0f + nw[m][j];
+            const float scale = 1.0f + nw[m][j];
 {%- else %}
-                const float scale = nw[m][j];
+            const float scale = nw[m][j];
 {%- endif %}
-                v[m][j] = v[m][j] * ir * scale;
-            }
-    }
+            ss += v[m][j] * v[m][j];
+            v[m][j] = v[m][j] * scale;
+        }
 #endif
     float* xw = xw_all + (threadIdx.x >> 5) * (32 * UNROLL * XS_CHUNK);
 #pragma unroll
@@ -407,6 +404,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             const float v = warp_sum(acc[r]);
             if (lane == r) mine = v;
         }
+#if PRO_RMS
+        // Beside the rows' reductions (the same value every group).
+        mine *= rsqrtf(warp_sum(ss) / (float)K + eps);
+#endif
         if (lane < ROWS && row0 + lane < N) {
 {%- if epilogue == "residual" %}
             mine += rv;

@@ -133,9 +133,11 @@ if want qualify; then
 fi
 
 if want kernels; then
-  F="linear_exact prologue|linear_exact q4_g64 x20 T=1 N=17408 K=5120|linear_exact q4_g64 x20 T=1 N=5120 K=17408|linear_exact q4_g64 x20 T=1 N=10240 K=5120|linear_exact q4_g64 x20 T=1 N=248320 K=5120"
+  # KFILTER / KSETS narrow the step (the fce3bce binary's prologue bench ignores `|`
+  # alternatives: 'linear_exact prologue' must be asked for on its own).
+  F="${KFILTER:-linear_exact prologue|linear_exact q4_g64 x20 T=1 N=17408 K=5120|linear_exact q4_g64 x20 T=1 N=5120 K=17408|linear_exact q4_g64 x20 T=1 N=10240 K=5120|linear_exact q4_g64 x20 T=1 N=248320 K=5120}"
   i=0
-  for v in base rms s32 both base; do
+  for v in ${KSETS:-base rms s32 both base}; do
     i=$((i + 1))
     echo "\$ NINFER_TEMPLATES=t_$v ninfer bench kernels --filter '$F'" >> $O/bench_kernels.txt
     NINFER_REV="$NINFER_REV+$v" NINFER_TEMPLATES=$(tset $v) timeout $(left 60) $N bench kernels --filter "$F" --json $O/bench_kernels_${i}_$v.jsonl >> $O/bench_kernels.txt 2>&1
