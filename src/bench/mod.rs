@@ -38,6 +38,17 @@ pub struct BenchRecord {
     pub command: String,
 }
 
+/// Whether a `--filter` (alternatives separated by `|`) may keep any record of a benchmark
+/// whose `what` or route is one of `names`: an alternative found in a name, or one that
+/// names a record of it ("<what> <shape>"). Families skip unwanted work with this before
+/// uploading anything; `ninfer bench kernels` then keeps exactly the records that match.
+pub fn filter_may_keep(filter: Option<&str>, names: &[&str]) -> bool {
+    filter.is_none_or(|f| {
+        f.split('|')
+            .any(|p| names.iter().any(|n| n.contains(p) || p.starts_with(n)))
+    })
+}
+
 /// A peer's timing, as a peer script writes it (one JSON object per line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PeerTiming {
@@ -196,5 +207,34 @@ mod tests {
     fn median_of_odd_and_even() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+}
+
+#[cfg(test)]
+mod filter_tests {
+    use super::filter_may_keep;
+
+    #[test]
+    fn every_alternative_of_a_filter_is_tried() {
+        let what = ["linear_exact prologue q4_g64 x20"];
+        assert!(filter_may_keep(None, &what));
+        assert!(filter_may_keep(Some("prologue"), &what));
+        // The case that skipped the prologue benchmarks: the alternative naming them is
+        // not the first one.
+        assert!(filter_may_keep(
+            Some("linear q4_g64|linear_exact prologue"),
+            &what
+        ));
+        // An alternative naming one shape of this benchmark.
+        assert!(filter_may_keep(
+            Some("gdn|linear_exact prologue q4_g64 x20 T=1 N=49152 K=576"),
+            &what
+        ));
+        assert!(!filter_may_keep(Some("gdn|attn"), &what));
+        // A route matches as a name does.
+        assert!(filter_may_keep(
+            Some("x|_s64"),
+            &["attn decode", "attn_decode_f32_d256_s64"]
+        ));
     }
 }

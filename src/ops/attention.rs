@@ -1855,7 +1855,7 @@ pub fn bench(
             .collect();
         for route in candidates {
             let entry = route.spec().entry;
-            if filter.is_some_and(|f| !what.contains(f) && !entry.contains(f)) {
+            if !crate::bench::filter_may_keep(filter, &[&what, &entry]) {
                 continue;
             }
             // Timed as CUDA graph replays, as the decode step runs: the launches' host

@@ -644,7 +644,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     cases.push(("bf16", 4096, (17408, 5120)));
     for (name, t, (n, k)) in cases {
         let what = format!("linear {name}");
-        if filter.is_some_and(|f| !what.contains(f)) {
+        if !crate::bench::filter_may_keep(filter, &[&what]) {
             continue;
         }
         let fmt = crate::formats::format(name).expect("registered");

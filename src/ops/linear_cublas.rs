@@ -500,7 +500,7 @@ pub const QWEN27B_LINEARS: [(usize, usize, usize); 6] = [
 /// the model's linears (one prompt window's linear time, a per-op profile of that part).
 pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
     let what = "prefill_cublas q4_g64";
-    if !filter.is_none_or(|f| what.contains(f) || f.starts_with("prefill_cublas")) {
+    if !crate::bench::filter_may_keep(filter, &[what, "prefill_cublas"]) {
         return Ok(Vec::new());
     }
     let gpu = ctx.gpu;

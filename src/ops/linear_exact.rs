@@ -1801,7 +1801,7 @@ fn bench_prologues(
     let gpu = ctx.gpu;
     let what = "linear_exact prologue q4_g64 x20";
     let mut records = Vec::new();
-    if filter.is_some_and(|f| !what.contains(f)) {
+    if !crate::bench::filter_may_keep(filter, &[what]) {
         return Ok(records);
     }
     let q4 = crate::formats::format("q4_g64").expect("registered");

@@ -304,7 +304,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     ];
     for (fmt, (n, k), ts) in plan {
         let what = format!("linear_exact_mma {} x{BATCH}", fmt.name);
-        if filter.is_some_and(|f| !what.contains(f)) {
+        if !crate::bench::filter_may_keep(filter, &[&what]) {
             continue;
         }
         let layout = Layout::new(fmt, n, k).expect("bench shapes fit");

@@ -359,11 +359,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         .filter(|n| {
             // `what` ("linear_sgemm f32") or a route name ("linear_sgemm_f32_plain_t128").
             let route = format!("linear_sgemm_{n}_");
-            filter.is_none_or(|f| {
-                format!("linear_sgemm {n}").contains(f)
-                    || route.contains(f)
-                    || f.starts_with(&route)
-            })
+            crate::bench::filter_may_keep(filter, &[&format!("linear_sgemm {n}"), &route])
         })
         .collect();
     if names.is_empty() {
