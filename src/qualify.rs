@@ -78,43 +78,71 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
     let wanted =
         |specs: Vec<crate::jit::KernelSpec>| -> bool { specs.iter().any(|s| matches(&s.entry)) };
     let mut outcomes = Vec::new();
+    // Each family's checks as they finish, on stderr: a whole run takes minutes, and the
+    // table comes only at the end.
+    let mut family = |name: &str, run: &mut dyn FnMut() -> Result<Vec<Outcome>, GpuError>| {
+        let start = std::time::Instant::now();
+        let got = run()?;
+        let kept: Vec<Outcome> = got.into_iter().filter(|o| matches(&o.route)).collect();
+        let failed = kept.iter().filter(|o| !o.pass).count();
+        eprintln!(
+            "  {name}: {} checks, {failed} failed, {:.1} s",
+            kept.len(),
+            start.elapsed().as_secs_f64()
+        );
+        outcomes.extend(kept);
+        Ok::<(), GpuError>(())
+    };
     if wanted(ops::rmsnorm::instantiations()) {
-        outcomes.extend(ops::rmsnorm::qualify(gpu, &mut rng)?);
+        family("rmsnorm", &mut || ops::rmsnorm::qualify(gpu, &mut rng))?;
     }
     if wanted(ops::mma_probe::instantiations()) {
-        outcomes.extend(ops::mma_probe::qualify(gpu, &mut rng)?);
+        family("mma_probe", &mut || ops::mma_probe::qualify(gpu, &mut rng))?;
     }
     if wanted(ops::linear::instantiations()) {
-        outcomes.extend(ops::linear::qualify(gpu, &mut rng, &matches)?);
+        family("linear", &mut || {
+            ops::linear::qualify(gpu, &mut rng, &matches)
+        })?;
     }
     if wanted(ops::linear_exact::instantiations()) {
-        outcomes.extend(ops::linear_exact::qualify(gpu, &mut rng, &matches)?);
+        family("linear_exact", &mut || {
+            ops::linear_exact::qualify(gpu, &mut rng, &matches)
+        })?;
     }
     if wanted(ops::linear_sgemm::instantiations()) {
-        outcomes.extend(ops::linear_sgemm::qualify(gpu, &mut rng, &matches)?);
+        family("linear_sgemm", &mut || {
+            ops::linear_sgemm::qualify(gpu, &mut rng, &matches)
+        })?;
     }
     if wanted(ops::linear_cublas::instantiations()) {
-        outcomes.extend(ops::linear_cublas::qualify(gpu, &mut rng, &matches)?);
+        family("linear_cublas", &mut || {
+            ops::linear_cublas::qualify(gpu, &mut rng, &matches)
+        })?;
     }
     if wanted(ops::embedding::instantiations()) {
-        outcomes.extend(ops::embedding::qualify(gpu, &mut rng, &matches)?);
+        family("embedding", &mut || {
+            ops::embedding::qualify(gpu, &mut rng, &matches)
+        })?;
     }
     if wanted(ops::gdn::instantiations()) {
-        outcomes.extend(ops::gdn::qualify(gpu, &mut rng)?);
+        family("gdn", &mut || ops::gdn::qualify(gpu, &mut rng))?;
     }
     if wanted(ops::attention::instantiations()) {
-        outcomes.extend(ops::attention::qualify_matching(gpu, &mut rng, &matches)?);
+        family("attention", &mut || {
+            ops::attention::qualify_matching(gpu, &mut rng, &matches)
+        })?;
     }
     if wanted(ops::elementwise::instantiations()) {
-        outcomes.extend(ops::elementwise::qualify(gpu, &mut rng)?);
+        family("elementwise", &mut || {
+            ops::elementwise::qualify(gpu, &mut rng)
+        })?;
     }
     if wanted(ops::rope::instantiations()) {
-        outcomes.extend(ops::rope::qualify(gpu, &mut rng)?);
+        family("rope", &mut || ops::rope::qualify(gpu, &mut rng))?;
     }
     if wanted(ops::loss::instantiations()) {
-        outcomes.extend(ops::loss::qualify(gpu, &mut rng)?);
+        family("loss", &mut || ops::loss::qualify(gpu, &mut rng))?;
     }
-    outcomes.retain(|o| matches(&o.route));
     Ok(outcomes)
 }
 
