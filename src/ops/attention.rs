@@ -1820,6 +1820,23 @@ pub fn bench(
             }
         );
         let n = pos0 + t;
+        let shape = format!("{} {} t={t} ctx={n}", dims.describe(), kv.short());
+        // Every candidate of the decode kind, or of both prefill kinds, that the filter
+        // keeps (by "what shape" or by entry), before any upload.
+        let is_decode = |k: &AttnKind| matches!(k, AttnKind::Decode { .. });
+        let key = format!("{what} {shape}");
+        let candidates: Vec<AttnRoute> = AttnRoute::all()
+            .into_iter()
+            .filter(|r| {
+                r.kv == kv
+                    && r.head_dim == dims.head_dim
+                    && is_decode(&r.kind) == is_decode(&chosen.kind)
+                    && crate::bench::filter_may_keep(filter, &[&key, &r.spec().entry])
+            })
+            .collect();
+        if candidates.is_empty() {
+            continue;
+        }
         let kvw = dims.kv_width();
         let cache_bytes = 2 * n * kvw * kv.bytes();
         let sets = rotation_sets(gpu, cache_bytes);
@@ -1843,21 +1860,8 @@ pub fn bench(
         let out: CudaSlice<f32> = gpu.alloc_zeros(t * dims.q_width())?;
         let mut ws = AttnWorkspace::new(gpu, dims, t, n)?;
         let scale = 1.0 / (dims.head_dim as f32).sqrt();
-        // Every candidate of the decode kind, or of both prefill kinds.
-        let is_decode = |k: &AttnKind| matches!(k, AttnKind::Decode { .. });
-        let candidates: Vec<AttnRoute> = AttnRoute::all()
-            .into_iter()
-            .filter(|r| {
-                r.kv == kv
-                    && r.head_dim == dims.head_dim
-                    && is_decode(&r.kind) == is_decode(&chosen.kind)
-            })
-            .collect();
         for route in candidates {
             let entry = route.spec().entry;
-            if !crate::bench::filter_may_keep(filter, &[&what, &entry]) {
-                continue;
-            }
             // Timed as CUDA graph replays, as the decode step runs: the launches' host
             // cost (kernel lookup, argument packing) is not the kernel's.
             let graphs: Vec<crate::gpu::Graph> = caches
@@ -1885,8 +1889,7 @@ pub fn bench(
             let pairs = (0..t).map(|i| (pos0 + i + 1) as f64).sum::<f64>();
             let flops = 4.0 * pairs * dims.n_heads as f64 * dims.head_dim as f64;
             let bytes = (cache_bytes + 2 * t * dims.q_width() * 4) as f64;
-            let shape = format!("{} {} t={t} ctx={n}", dims.describe(), kv.short());
-            let mut rec = ctx.record(what.clone(), entry.clone(), shape, us, bytes, flops);
+            let mut rec = ctx.record(what.clone(), entry.clone(), shape.clone(), us, bytes, flops);
             if route == chosen {
                 rec.route.push_str(" (default)");
             }
