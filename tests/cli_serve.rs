@@ -99,6 +99,27 @@ fn events(body: &str) -> (Vec<Value>, bool) {
 
 const QUESTION: &str = r#"{"messages":[{"role":"user","content":"What is the capital of France?"}],"temperature":0,"max_tokens":16"#;
 
+/// Each request's answer when all are sent at once (one thread each), in request order.
+fn at_once<T: Sync>(requests: &[T], ask: impl Fn(&T) -> String + Sync) -> Vec<String> {
+    std::thread::scope(|s| {
+        let ask = &ask;
+        let handles: Vec<_> = requests.iter().map(|r| s.spawn(move || ask(r))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a request thread"))
+            .collect()
+    })
+}
+
+/// The server logged a batched step of `lanes` lanes (`NINFER_LOG=ninfer::serve=debug`).
+fn assert_batched(server: &Server, lanes: usize) {
+    let log = server.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains(&format!("a step of {lanes} lanes")),
+        "no batched step was logged:\n{log}"
+    );
+}
+
 #[test]
 fn the_default_model_answers_chat_and_completion_requests_whole_and_streamed() {
     let server = serve(&[]);
@@ -206,19 +227,9 @@ fn requests_decoded_together_get_the_answers_they_get_alone() {
     };
     let alone: Vec<String> = questions.iter().map(|q| ask(q)).collect();
     // Five at once: four share each step, the fifth joins when a lane frees.
-    let together: Vec<String> = std::thread::scope(|s| {
-        let handles: Vec<_> = questions.iter().map(|q| s.spawn(move || ask(q))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a request thread"))
-            .collect()
-    });
+    let together = at_once(&questions, |q| ask(q));
     assert_eq!(together, alone);
-    let log = server.log.lock().unwrap().join("\n");
-    assert!(
-        log.contains("a step of 4 lanes"),
-        "no batched step was logged:\n{log}"
-    );
+    assert_batched(&server, 4);
     assert!(alone[0].contains("Paris"), "{alone:?}");
     assert!(alone.iter().all(|a| !a.is_empty()), "{alone:?}");
 }
@@ -247,22 +258,9 @@ fn a_gdn_model_decodes_requests_together_as_it_does_alone() {
         ("A king", 15),
     ];
     let alone: Vec<String> = requests.iter().map(|&(q, n)| ask(q, n)).collect();
-    let together: Vec<String> = std::thread::scope(|s| {
-        let handles: Vec<_> = requests
-            .iter()
-            .map(|&(q, n)| s.spawn(move || ask(q, n)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a request thread"))
-            .collect()
-    });
+    let together = at_once(&requests, |&(q, n)| ask(q, n));
     assert_eq!(together, alone);
-    let log = server.log.lock().unwrap().join("\n");
-    assert!(
-        log.contains("a step of 3 lanes"),
-        "no batched step was logged:\n{log}"
-    );
+    assert_batched(&server, 3);
 }
 
 #[test]
