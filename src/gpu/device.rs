@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{sys, ValidAsZeroBits};
+use cudarc::driver::{sys, DevicePtr, ValidAsZeroBits};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice,
 };
@@ -106,6 +106,8 @@ pub struct Gpu {
     /// Dynamic shared memory granted per loaded function (by `CUfunction`), above the
     /// default 48 KB (see [`Gpu::grant_shared_memory`]).
     smem_granted: DashMap<usize, usize>,
+    /// One launch's intermediate results (the mma GEMV's split-K sums): see [`Gpu::scratch`].
+    scratch: std::sync::Mutex<Option<CudaSlice<u8>>>,
 }
 
 /// Stream-ordered frees return memory to the device's default pool, which by default hands
@@ -156,6 +158,7 @@ impl Gpu {
             by_spec: DashMap::new(),
             pdl: AtomicBool::new(pdl),
             smem_granted: DashMap::new(),
+            scratch: std::sync::Mutex::new(None),
         })
     }
 
@@ -283,6 +286,36 @@ impl Gpu {
         self.synchronize()?;
         Ok(host.as_slice().ctx("reading the copy")?[..len].to_vec())
     }
+
+    /// The address of this stream's scratch buffer ([`Gpu::SCRATCH_BYTES`]), where a kernel
+    /// leaves results for the next kernel of the same op (the mma GEMV's split-K sums for
+    /// its adding kernel). One op at a time uses it: stream order, and under programmatic
+    /// launch no kernel writes before its wait, by which the one before it has finished.
+    /// Allocated on first use; `None` where that first use falls inside a graph capture
+    /// (the caller then takes a route without it).
+    pub fn scratch(&self) -> Result<Option<u64>, GpuError> {
+        let mut s = self.scratch.lock().expect("scratch");
+        if s.is_none() {
+            let capturing = self
+                .stream
+                .capture_status()
+                .ctx("reading the capture status")?
+                != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+            if capturing {
+                return Ok(None);
+            }
+            // SAFETY: a kernel writes every scratch byte it later reads.
+            let buf = unsafe { self.stream.alloc::<u8>(Self::SCRATCH_BYTES) }
+                .ctx("allocating the scratch buffer")?;
+            *s = Some(buf);
+        }
+        let buf = s.as_ref().expect("allocated above");
+        let (ptr, _record) = buf.device_ptr(&self.stream);
+        Ok(Some(ptr))
+    }
+
+    /// Bytes of [`Gpu::scratch`].
+    pub const SCRATCH_BYTES: usize = 16 << 20;
 
     /// A zeroed device buffer of `len` elements.
     pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(

@@ -737,7 +737,9 @@ fn stream_routes() -> Vec<ExactRoute> {
 }
 
 pub fn instantiations() -> Vec<KernelSpec> {
-    all_routes().iter().map(ExactRoute::spec).collect()
+    let mut v: Vec<KernelSpec> = all_routes().iter().map(ExactRoute::spec).collect();
+    v.extend([Epilogue::None, Epilogue::Residual].map(super::linear_mma_exact::sum_spec));
+    v
 }
 
 /// Whether `w` can run on this route family: 16-byte aligned activation rows, and for
@@ -799,6 +801,9 @@ pub(super) struct Override {
     /// Stream kernel: launch the route's own split (no small-K substitute, see
     /// [`small_k_tile`]); a direct split past its K still runs the default one.
     pub(super) exact_tile: bool,
+    /// Mma kernel: K-ranges instead of [`super::linear_mma_exact::plan`]'s choice (1: one
+    /// K-range of several slabs, the path without the scratch).
+    pub(super) k_ranges: Option<u32>,
 }
 
 /// Blocks of `f` resident per SM with `smem` dynamic shared bytes, per device and entry.
@@ -1097,6 +1102,8 @@ fn launch_inner(
     let (stride_q, stride_s) = (w.layout.q_row_bytes as i64, w.layout.s_row_bytes as i64);
     let (ni, ki) = (n as i32, k as i32);
     let r0 = residual.unwrap_or(y);
+    // K-ranges of a split-K mma launch (1: none) and where their sums go.
+    let (mut kr, mut part) = (1usize, 0u64);
     let (grid, slab, smem) = match route.kernel {
         ExactKernel::Gemv => (n.div_ceil(route.rows_per_block()) as u32, 0, 0),
         ExactKernel::Stream(tile) => {
@@ -1107,7 +1114,15 @@ fn launch_inner(
             (grid, ks as usize, smem)
         }
         ExactKernel::Mma(tile) => {
-            super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?
+            let p =
+                super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?;
+            if p.kr > 1 {
+                kr = p.kr;
+                part = gpu
+                    .scratch()?
+                    .expect("a plan with K-ranges had the scratch");
+            }
+            (p.grid, p.slab, p.smem)
         }
     };
     let slab = slab as i32;
@@ -1151,9 +1166,14 @@ fn launch_inner(
         if route.kernel != ExactKernel::Gemv {
             b.arg(&slab).arg(&pw).arg(&eps);
         }
+        let kr_i = kr as i32;
+        if matches!(route.kernel, ExactKernel::Mma(_)) {
+            b.arg(&kr_i).arg(&part);
+        }
         // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
         // (gemv_mma.cu the same, its groups per slab and shared memory from
-        // linear_mma_exact::geometry, whole groups checked by `supports`),
+        // linear_mma_exact::geometry, whole groups checked by `supports`, then its
+        // K-ranges and the scratch for their sums, kr x cols x N floats by the plan),
         // norm weight and eps arguments (its shared memory sized by stream_slab_within and
         // granted above past 48 KB), and of gemv_ring.cu (the same, `slab` read as its
         // K-slices, shared memory sized and granted by ring_geometry, K a multiple of 1024
@@ -1161,6 +1181,10 @@ fn launch_inner(
         // the caller sizes x (2K per row for SwiGLU), y, r to t rows and the norm weight to K.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", entry.entry), e))?;
+        if kr > 1 {
+            let len = cols as usize * n;
+            super::linear_mma_exact::launch_sum(gpu, route.epilogue, part, rc, yc, len, kr)?;
+        }
         col += step;
     }
     Ok(())
@@ -1436,6 +1460,7 @@ fn block_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
         max_grid: tile.persistent.then_some(5),
         ks: None,
         exact_tile: false,
+        k_ranges: None,
     };
     let mut cases: Vec<Case> = vec![(tt, 144, 64, plain)];
     match route.prologue {
@@ -1479,6 +1504,7 @@ fn block_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
             max_grid: Some(7),
             ks: None,
             exact_tile: false,
+            k_ranges: None,
         };
         cases.push((hi, n, k, looped));
     }
@@ -1502,6 +1528,7 @@ fn ring_cases(route: &ExactRoute) -> Vec<Case> {
         max_grid: Some(grid),
         ks: Some(ks),
         exact_tile: false,
+        k_ranges: None,
     };
     let mut cases: Vec<Case> = Vec::new();
     match route.prologue {

@@ -23,7 +23,8 @@ use super::linear_exact::{
 use super::weight::{random_bf16, random_payload, DeviceWeight};
 use crate::bench::{rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError};
+use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
+use crate::jit::KernelSpec;
 
 /// The mma kernel's split: `warps` per block, `unroll` groups of weights per warp loaded
 /// into registers before any is used.
@@ -64,6 +65,14 @@ pub fn mma_enabled() -> bool {
     use std::sync::OnceLock;
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var("NINFER_EXACT_MMA").map_or(true, |v| v != "0"))
+}
+
+/// Whether [`plan`] may split K: yes unless the environment sets `NINFER_MMA_SPLIT_K=0`
+/// (an A/B switch: one K-range, as before split K).
+pub fn split_k_enabled() -> bool {
+    use std::sync::OnceLock;
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("NINFER_MMA_SPLIT_K").map_or(true, |v| v != "0"))
 }
 
 /// The split per column tile: 16 warps (one block per SM) up to 16 columns; at 32 columns
@@ -153,25 +162,75 @@ fn smem_parts(format: &Format, tt: u32, warps: u32) -> (usize, usize) {
     )
 }
 
-/// Groups per slab and the shared bytes for K = `k` under `budget`: even slabs, as few as
-/// fit.
-fn slab(format: &Format, tt: u32, warps: u32, k: usize, budget: usize) -> (usize, usize) {
+/// How one launch covers the shape: `grid` blocks, `kr` K-ranges (the grid is m-ranges x
+/// kr; kr > 1 leaves the K-ranges' sums in the scratch for [`launch_sum`]), `slab` groups
+/// staged at a time and `smem` dynamic shared bytes (one slab, then the slices' sums).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MmaPlan {
+    pub grid: u32,
+    pub kr: usize,
+    pub slab: usize,
+    pub smem: usize,
+}
+
+/// What a launch may take: `resident` blocks at once, `smem` shared bytes a block (the
+/// slab's budget), `scratch` bytes for the K-ranges' sums (0: none to be had).
+#[derive(Debug, Clone, Copy)]
+pub struct Room {
+    pub resident: usize,
+    pub smem: usize,
+    pub scratch: usize,
+}
+
+/// The plan for `(n, k)` at `tt` columns within `room`.
+///
+/// K is cut into as many K-ranges as its staged activations need slabs, so that every
+/// block stages its K-range once and streams all its m-tiles from it (in passes of up to
+/// one m-tile a warp): one wave of `resident` blocks, m-ranges x K-ranges. Without room
+/// for the sums (or with `kr` forced to 1) a K of several slabs keeps one K-range, and then
+/// at most one m-tile a warp (more blocks instead), as every pass would stage every slab
+/// again. `force_kr` (qualification) replaces the choice, within what fits.
+pub fn plan(
+    format: &Format,
+    tt: u32,
+    warps: u32,
+    (n, k): (usize, usize),
+    room: Room,
+    force_kr: Option<u32>,
+) -> MmaPlan {
+    let Room {
+        resident,
+        smem: budget,
+        scratch,
+    } = room;
     let (per_group, red) = smem_parts(format, tt, warps);
     let groups = (k / format.group).max(1);
-    let max = (budget / per_group).max(1);
-    let slabs = groups.div_ceil(max);
-    let slab = groups.div_ceil(slabs);
-    (slab, (slab * per_group).max(red))
+    let mtiles = n.div_ceil(16).max(1);
+    let resident = resident.max(1);
+    let slab_max = (budget.saturating_sub(red) / per_group).max(1);
+    let want = force_kr.map_or(groups.div_ceil(slab_max), |f| f as usize);
+    let fits = |kr: usize| kr * tt as usize * n * 4 <= scratch;
+    let kr = want.clamp(1, groups.min(resident));
+    let kr = if kr > 1 && fits(kr) { kr } else { 1 };
+    let range = groups.div_ceil(kr);
+    let slabs = range.div_ceil(slab_max);
+    let slab = range.div_ceil(slabs);
+    let grid = if kr == 1 && slabs > 1 {
+        resident.max(mtiles.div_ceil(warps as usize)).min(mtiles)
+    } else {
+        (resident / kr).clamp(1, mtiles) * kr
+    };
+    MmaPlan {
+        grid: grid as u32,
+        kr,
+        slab,
+        smem: slab * per_group + red,
+    }
 }
 
-/// The grid for M m-tiles: about as many blocks as fit at once, at most one m-tile per warp
-/// of a block (so that every m-tile is one warp's stream), at most M.
-fn grid(mtiles: usize, warps: usize, resident: usize) -> usize {
-    resident.max(mtiles.div_ceil(warps)).min(mtiles).max(1)
-}
-
-/// The launch geometry: (grid, groups per slab, shared bytes), settled once per loaded
-/// function and shape (the occupancy query and attribute call cost microseconds).
+/// The launch plan, settled once per loaded function and shape (the occupancy query and
+/// attribute call cost microseconds). Split K takes the device's scratch where there is one
+/// (see [`Gpu::scratch`]).
 pub(super) fn geometry(
     gpu: &Gpu,
     f: &CudaFunction,
@@ -180,16 +239,27 @@ pub(super) fn geometry(
     tile: MmaTile,
     (n, k): (usize, usize),
     over: Override,
-) -> Result<(u32, usize, usize), GpuError> {
-    type Key = (usize, usize, usize, Option<usize>, Option<u32>);
-    type Cache = HashMap<Key, (u32, usize, usize)>;
+) -> Result<MmaPlan, GpuError> {
+    type Key = (
+        usize,
+        usize,
+        usize,
+        Option<usize>,
+        Option<u32>,
+        Option<u32>,
+        bool,
+    );
+    type Cache = HashMap<Key, MmaPlan>;
     static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let scratch = gpu.scratch()?.map_or(0, |_| Gpu::SCRATCH_BYTES);
     let key: Key = (
         f.cu_function() as usize,
         n,
         k,
         over.smem_budget,
         over.max_grid,
+        over.k_ranges,
+        scratch > 0,
     );
     if let Some(&hit) = CACHE
         .lock()
@@ -200,16 +270,26 @@ pub(super) fn geometry(
         return Ok(hit);
     }
     let optin = gpu.props().smem_per_block_optin as usize;
-    let budget = over.smem_budget.unwrap_or(MMA_SMEM);
-    let (slab, smem) = slab(route.format, route.tt, tile.warps, k, budget.min(optin));
-    // The opt-in only grows (a cached geometry of another shape must stay launchable).
-    gpu.grant_shared_memory(f, smem, entry)?;
+    let budget = over.smem_budget.unwrap_or(MMA_SMEM).min(optin);
     let threads = tile.warps * 32;
+    // Residency at the largest shared size the plan can take.
+    let alone = Room {
+        resident: 1,
+        smem: budget,
+        scratch: 0,
+    };
+    let most = plan(route.format, route.tt, tile.warps, (n, k), alone, Some(1)).smem;
+    gpu.grant_shared_memory(f, most, entry)?;
     let resident =
-        blocks_per_sm(gpu, f, entry, threads, smem)? as usize * gpu.props().sm_count as usize;
+        blocks_per_sm(gpu, f, entry, threads, most)? as usize * gpu.props().sm_count as usize;
     let resident = over.max_grid.map_or(resident, |g| resident.min(g as usize));
-    let g = grid(n.div_ceil(16), tile.warps as usize, resident);
-    let got = (g as u32, slab, smem);
+    let force = over.k_ranges.or_else(|| (!split_k_enabled()).then_some(1));
+    let room = Room {
+        resident,
+        smem: budget,
+        scratch,
+    };
+    let got = plan(route.format, route.tt, tile.warps, (n, k), room, force);
     CACHE
         .lock()
         .expect("mma geometry cache")
@@ -218,12 +298,59 @@ pub(super) fn geometry(
     Ok(got)
 }
 
+/// The kernel that adds a split-K launch's K-range sums (and the residual) into y.
+pub fn sum_spec(epilogue: Epilogue) -> KernelSpec {
+    let e = match epilogue {
+        Epilogue::None => "plain",
+        Epilogue::Residual => "res",
+        Epilogue::Swiglu => panic!("the exact route has no SwiGLU epilogue"),
+    };
+    KernelSpec::new(
+        "linear_exact",
+        "linear/splitk_sum.cu",
+        format!("linear_exact_splitk_sum_{e}"),
+    )
+    .param("epilogue", epilogue)
+    .programmatic()
+}
+
+/// `y[i] = sum over kr K-ranges of part[r][i] (+ residual[i])`, `i < len`.
+pub(super) fn launch_sum(
+    gpu: &Gpu,
+    epilogue: Epilogue,
+    part: u64,
+    residual: u64,
+    y: u64,
+    len: usize,
+    kr: usize,
+) -> Result<(), GpuError> {
+    let spec = sum_spec(epilogue);
+    let kernel = gpu.kernel(&spec)?;
+    let blocks = len
+        .div_ceil(256)
+        .min(4 * gpu.props().sm_count as usize)
+        .max(1) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (n, kr) = (len as i64, kr as i32);
+    let mut b = gpu.launch(&kernel);
+    b.arg(&part).arg(&residual).arg(&y).arg(&n).arg(&kr);
+    // SAFETY: matches splitk_sum.cu's signature; part holds kr x len floats written by the
+    // GEMV just before, residual (read only with the residual epilogue) and y len floats.
+    unsafe { b.launch(cfg) }.map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))
+}
+
 /// The mma routes' qualification cases. Without a prologue: the 27B's 17408x5120,
 /// 5120x17408, 5120->10240, 6144->5120 and 14336->4096 (epilogue none) at T = the tile
 /// and at an odd T inside it; SmolLM2's 576 -> 1536, 1536 -> 576 and 576 -> 960 (and back), with T past the
 /// tile (host tiling, a partial last launch); N = 144 with K = 64 (one group, a partial
 /// m-tile); N = 1000 with K = 2048 in slabs of 16 KB (several) on a grid of 5 blocks (many
-/// m-tiles a block, fewer slices). RMSNorm: 17408x5120, SmolLM2's 576 -> 1536, the odd case;
+/// m-tiles a block, fewer slices), split in 5 K-ranges and in one. Split K (the K-ranges'
+/// sums added by `splitk_sum.cu`) is what the plan takes wherever K needs more than one
+/// slab (T = 8: K = 5120 and up); 17408x5120 also runs as one K-range. RMSNorm: 17408x5120, SmolLM2's 576 -> 1536, the odd case;
 /// SwiGLU (with the residual): 5120x17408, 1536 -> 576, the odd case.
 pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
     let tt = route.tt as usize;
@@ -234,11 +361,22 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         max_grid: Some(5),
         ks: None,
         exact_tile: false,
+        k_ranges: None,
     };
-    let mut v: Vec<Case> = Vec::new();
+    // One K-range of several slabs: the path without the scratch.
+    let one_range = Override {
+        k_ranges: Some(1),
+        ..plain
+    };
+    let forced_one = Override {
+        k_ranges: Some(1),
+        ..forced
+    };
+    let mut v: Vec<Case> = vec![(odd, 1000, 2048, forced_one)];
     match route.prologue {
         PrologueKind::None => {
             v.push((tt, 17408, 5120, plain));
+            v.push((tt, 17408, 5120, one_range));
             v.push((odd, 5120, 17408, plain));
             v.push((odd, 10240, 5120, plain));
             v.push((tt, 5120, 6144, plain));
@@ -410,32 +548,72 @@ mod tests {
     }
 
     #[test]
-    fn slabs_and_grids_fit() {
+    fn plans_fit_and_split_k_where_k_needs_slabs() {
         let q4 = crate::formats::format("q4_g64").unwrap();
         let q8 = crate::formats::format("q8_g32").unwrap();
+        let scratch = Gpu::SCRATCH_BYTES;
         for f in [q4, q8] {
             for tt in MMA_TT {
                 let w = mma_tile(tt).warps;
-                for k in [64usize, 576, 1536, 2048, 5120, 14336, 17408] {
-                    if !k.is_multiple_of(f.group) {
-                        continue;
+                let (per, red) = smem_parts(f, tt, w);
+                for (n, k) in [
+                    (144, 64),
+                    (576, 1536),
+                    (1000, 2048),
+                    (17408, 5120),
+                    (5120, 17408),
+                ] {
+                    for (resident, s, force) in [
+                        (132, scratch, None),
+                        (132, 0, None),
+                        (5, scratch, None),
+                        (132, scratch, Some(1)),
+                    ] {
+                        let room = Room {
+                            resident,
+                            smem: MMA_SMEM,
+                            scratch: s,
+                        };
+                        let p = plan(f, tt, w, (n, k), room, force);
+                        let groups = k / f.group;
+                        let mtiles = n.div_ceil(16);
+                        let what = format!("{} T={tt} {n}x{k} {resident} {s} {force:?}", f.name);
+                        assert!(p.smem <= MMA_SMEM.max(per + red), "{what}");
+                        assert_eq!(p.smem, p.slab * per + red, "{what}");
+                        assert!(
+                            p.kr >= 1 && (p.grid as usize).is_multiple_of(p.kr),
+                            "{what}"
+                        );
+                        let mr = p.grid as usize / p.kr;
+                        assert!(mr >= 1 && mr <= mtiles, "{what}");
+                        assert!(p.kr == 1 || p.kr * tt as usize * n * 4 <= s, "{what}");
+                        assert!(p.slab >= 1 && p.slab <= groups.div_ceil(p.kr), "{what}");
+                        if p.kr > 1 || groups <= p.slab {
+                            // One wave: split K always fits the resident blocks.
+                            assert!(p.grid as usize <= resident.max(p.kr), "{what}");
+                        }
                     }
-                    let (slab, smem) = slab(f, tt, w, k, MMA_SMEM);
-                    let (per, red) = smem_parts(f, tt, w);
-                    assert!(smem <= MMA_SMEM && smem >= red && smem >= slab * per);
-                    assert!(slab >= 1 && slab <= k / f.group);
                 }
             }
         }
-        // T = 8, q4_g64: 3072 bytes a group; K = 5120 in two slabs of 40 groups.
-        assert_eq!(slab(q4, 8, 16, 5120, MMA_SMEM), (40, 40 * 3072));
-        for (mtiles, resident) in [(1088, 132), (320, 132), (63, 5), (9, 132), (1, 132)] {
-            let g = grid(mtiles, 16, resident);
-            assert!(
-                g >= 1 && g <= mtiles && mtiles.div_ceil(g) <= 16,
-                "{mtiles}"
-            );
-        }
+        let room = |scratch| Room {
+            resident: 132,
+            smem: MMA_SMEM,
+            scratch,
+        };
+        // T = 8, q4_g64: 3072 bytes a group, 25.6 KB of sums; 56 groups fit 200 KB.
+        let p = plan(q4, 8, 16, (17408, 5120), room(scratch), None);
+        assert_eq!((p.kr, p.slab, p.grid), (2, 40, 132));
+        let p = plan(q4, 8, 16, (5120, 17408), room(scratch), None);
+        assert_eq!((p.kr, p.slab, p.grid), (5, 55, 130));
+        // Without the scratch: one K-range in slabs, at most one m-tile a warp.
+        let p = plan(q4, 8, 16, (34816, 5120), room(0), None);
+        assert_eq!((p.kr, p.slab, p.grid), (1, 40, 136));
+        let p = plan(q4, 8, 16, (34816, 5120), room(scratch), None);
+        assert_eq!((p.kr, p.grid), (2, 132));
+        // One slab's K: no split, every m-tile in one wave.
+        let p = plan(q4, 8, 16, (49152, 576), room(scratch), None);
+        assert_eq!((p.kr, p.slab, p.grid), (1, 9, 132));
     }
 
     /// Two instantiations (q4 T = 8 plain, q8 T = 32 SwiGLU + residual) render, wait for the

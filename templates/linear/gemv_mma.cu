@@ -17,14 +17,17 @@
   rows' f32 scales are applied by one FMA per accumulator (as mmv.cu), so each scale
   multiplies a group sum, as the CUDA-core kernels do.
 
-  Work split. Block b owns m-tiles (16 rows) [b*M/G, (b+1)*M/G) (M = ceil(N/16), G = the
-  grid, at most `warps` m-tiles a block). Its warps form MB m-tile streams x ks K-slices
-  (MB = the block's m-tiles, ks = warps / MB), every busy warp one m-tile and one
-  contiguous slice of each slab's groups; where that would give one slice per m-tile with
-  warps idle (warps/2 < MB < warps) the block takes two passes (warps/2 m-tiles x 2
-  slices, then the rest with more slices), so no warp walks a whole K while others walk
-  half. The slices' sums meet in shared memory and are added in slice order
-  (deterministic). Warps without an m-tile only help to stage.
+  Work split. The grid is m-ranges x `kr` K-ranges (block b: m-range b / kr, K-range
+  b % kr). A block owns the m-tiles (16 rows) of its m-range and the groups of its K-range,
+  and stages only that K-range's activations, once if they fit one slab (the host picks kr
+  so that they do): every pass then streams from the same staged slab. Its m-tiles are taken
+  in passes: WARPS m-tiles x 1 K-slice while at least WARPS remain, WARPS/2 x 2 slices while
+  more than WARPS/2 remain, then the rest with WARPS / rest slices, so that no warp walks a
+  whole K-range while others walk half and no block runs a second wave. Each pass's slices
+  meet in shared memory (a region of its own, after the slab) and are added in slice order
+  (deterministic). With kr = 1 the block writes y (+ residual); with kr > 1 it writes its
+  K-range's sums to `part` ([kr][T][N] f32), which linear/splitk_sum.cu adds in K-range
+  order (+ residual): deterministic too. Warps without an m-tile only help to stage.
 
   Weights: each warp keeps `unroll` groups in flight in two register buffers (loads of
   one issued before the other is multiplied); a buffer's groups are multiplied without a
@@ -34,8 +37,9 @@
   Activations. The split fragments of `slab` groups (all columns) are staged per block in
   shared memory in the B-fragment order (per group, n-tile, 16-byte piece: the 32 lanes'
   pieces contiguous, conflict-free 16-byte reads), with the prologue applied (rmsnorm,
-  rmsnorm1p, swiglu as gemv_ring.cu). K takes ceil(groups / slab) slabs, a block barrier
-  around each. Each warp's first buffer of weights of a slab is loaded before the slab is
+  rmsnorm1p, swiglu as gemv_ring.cu; silu with fast intrinsics as there). A K-range takes
+  ceil(groups / slab) slabs, a block barrier around each; one slab is staged once for all
+  passes. Each warp's first buffer of weights of a slab is loaded before the slab is
   staged, so the staging overlaps its DRAM latency.
 
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a thread only
@@ -45,8 +49,9 @@
 
   Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, epilogue
   ("none" | "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" |
-  "swiglu"). Arguments after K: slab (groups per slab), pw, eps. Dynamic shared memory:
-  max(slab * FMT_GROUP * NT * 16, warps * 16 * (8 * NT + 1) * 4) bytes.
+  "swiglu"). Arguments after K: slab (groups per slab), pw, eps, kr (K-ranges; gridDim.x
+  a multiple of it), part (kr > 1: [kr][T][N] f32 sums). Dynamic shared memory:
+  slab * FMT_GROUP * NT * 16 + warps * 16 * (8 * NT + 1) * 4 bytes (slab, then sums).
 #}
 {%- set prologue = prologue | default(value="none") %}
 {% include "common/types.cuh" %}
@@ -123,7 +128,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                   const float* residual,
                   float* y,
                   int T, int N, int K, int slab,
-                  const float* __restrict__ pw, float eps)
+                  const float* __restrict__ pw, float eps,
+                  int kr, float* __restrict__ part)
 {
     extern __shared__ uint4 smem4[];
 #if PRO_RMS
@@ -136,24 +142,25 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const int t = lane & 3;
     const int groups = K / FMT_GROUP;
 
-    // This block's m-tiles. They are taken in one pass (MB streams x WARPS / MB K-slices),
-    // or, where that would leave one slice per m-tile and idle warps (WARPS/2 < MB < WARPS),
-    // in two: WARPS/2 m-tiles x 2 slices, then the rest x WARPS / rest slices, so that no
-    // warp walks a whole K while others walk half.
+    // This block's m-range and K-range (gridDim.x = m-ranges x kr).
     const int mtiles = (N + 15) / 16;
-    const int mb0 = (int)((long long)blockIdx.x * mtiles / gridDim.x);
-    const int mb1 = (int)((long long)(blockIdx.x + 1) * mtiles / gridDim.x);
-    const int mbn = mb1 - mb0;
-    const bool two = mbn > WARPS / 2 && mbn < WARPS;
-    const int npass = two ? 2 : 1;
+    const int mr = gridDim.x / kr;
+    const int mrange = blockIdx.x / kr;
+    const int kb = blockIdx.x - mrange * kr;
+    const int mb0 = (int)((long long)mrange * mtiles / mr);
+    const int mb1 = (int)((long long)(mrange + 1) * mtiles / mr);
+    const int g0 = (int)((long long)kb * groups / kr);
+    const int g1 = (int)((long long)(kb + 1) * groups / kr);
 
-    // This warp's m-tile and K-slice in the pass (set by setup).
-    int pm0 = 0, ks = 1, slice = 0, stream = 0;
+    // This warp's m-tile and K-slice in the pass (set by next_pass): the pass takes pmn
+    // m-tiles from pm0, as pmn streams x ks slices.
+    int pm0 = mb0, pmn = 0, ks = 1, slice = 0, stream = 0;
     bool active = false;
     const u8 *qa = q, *qb = q, *sa = s, *sb = s;
-    auto setup = [&](int pass) {
-        pm0 = mb0 + (two && pass == 1 ? WARPS / 2 : 0);
-        const int pmn = two ? (pass == 0 ? WARPS / 2 : mbn - WARPS / 2) : mbn;
+    auto next_pass = [&]() {
+        pm0 += pmn;
+        const int r = mb1 - pm0;
+        pmn = r >= WARPS ? WARPS : (r > WARPS / 2 ? WARPS / 2 : r);
         ks = max(WARPS / max(pmn, 1), 1);
         stream = warp / ks;
         slice = warp - stream * ks;
@@ -197,14 +204,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     };
     // This warp's slice of the slab [s0, s0 + sg).
     auto slice_of = [&](int s0, int& gb, int& ge) {
-        const int sg = min(slab, groups - s0);
+        const int sg = min(slab, g1 - s0);
         gb = s0 + slice * sg / ks;
         ge = s0 + (slice + 1) * sg / ks;
     };
 
     int gb, ge;
-    setup(0);
-    slice_of(0, gb, ge);
+    next_pass();
+    slice_of(g0, gb, ge);
     load(rawA, scA, gb, ge);
 
     // The kernel before this one wrote x (and the residual); nothing above read or wrote
@@ -294,85 +301,88 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         }
     };
 
-    for (int pass = 0; pass < npass; ++pass) {
-        if (pass > 0) {
-            setup(pass);
-            slice_of(0, gb, ge);
-            load(rawA, scA, gb, ge);
-        }
+    // The sums' region, after the slab's.
+    float* red = (float*)(smem4 + (long long)slab * NT * XQ * 32);
+    int staged = -1;  // the slab in shared memory (its first group), none yet
+    while (pmn > 0) {
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
 
-        for (int s0 = 0; s0 < groups; s0 += slab) {
-            const int sg = min(slab, groups - s0);
-            if (s0 > 0) {
+        for (int s0 = g0; s0 < g1; s0 += slab) {
+            const int sg = min(slab, g1 - s0);
+            if (s0 > g0) {
                 slice_of(s0, gb, ge);
                 load(rawA, scA, gb, ge);  // the registers are free: this warp's last compute is done
             }
-            __syncthreads();  // every warp is done reading the previous slab (or the sums)
+            if (s0 != staged) {
+                __syncthreads();  // every warp is done reading the previous slab
 
-            // Stage: unit (group, token, lane quarter tq) writes the three split fragments
-            // of that token's FMT_LANE_N activations for the lanes (column % 8) * 4 + tq.
-            const int units = sg * T * 4;
-            for (int u = threadIdx.x; u < units; u += BLOCK) {
-                const int tq = u & 3;
-                const int tk = (u >> 2) % T;
-                const int gl = (u >> 2) / T;
-                const long long k0 = (long long)(s0 + gl) * FMT_GROUP + (((tq & 1) << 1) | (tq >> 1)) * FMT_LANE_N;
-                const float* xp = x + (long long)tk * x_stride + k0;
-                float v[FMT_LANE_N];
-#pragma unroll
-                for (int i = 0; i < FMT_LANE_N / 4; ++i) {
-                    const float4 a = __ldg((const float4*)xp + i);
-                    v[4 * i] = a.x; v[4 * i + 1] = a.y; v[4 * i + 2] = a.z; v[4 * i + 3] = a.w;
-                }
-#if PRO_RMS
-                {
-                    const float ir = inv_rms[tk];
+                // Stage: unit (group, token, lane quarter tq) writes the three split fragments
+                // of that token's FMT_LANE_N activations for the lanes (column % 8) * 4 + tq.
+                const int units = sg * T * 4;
+                for (int u = threadIdx.x; u < units; u += BLOCK) {
+                    const int tq = u & 3;
+                    const int tk = (u >> 2) % T;
+                    const int gl = (u >> 2) / T;
+                    const long long k0 = (long long)(s0 + gl) * FMT_GROUP + (((tq & 1) << 1) | (tq >> 1)) * FMT_LANE_N;
+                    const float* xp = x + (long long)tk * x_stride + k0;
+                    float v[FMT_LANE_N];
 #pragma unroll
                     for (int i = 0; i < FMT_LANE_N / 4; ++i) {
-                        const float4 w4 = __ldg((const float4*)(pw + k0) + i);
-                        const float wv[4] = { w4.x, w4.y, w4.z, w4.w };
+                        const float4 a = __ldg((const float4*)xp + i);
+                        v[4 * i] = a.x; v[4 * i + 1] = a.y; v[4 * i + 2] = a.z; v[4 * i + 3] = a.w;
+                    }
+#if PRO_RMS
+                    {
+                        const float ir = inv_rms[tk];
 #pragma unroll
-                        for (int m = 0; m < 4; ++m) {
+                        for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+                            const float4 w4 = __ldg((const float4*)(pw + k0) + i);
+                            const float wv[4] = { w4.x, w4.y, w4.z, w4.w };
+#pragma unroll
+                            for (int m = 0; m < 4; ++m) {
 {%- if prologue == "rmsnorm1p" %}
-                            const float scale = 1.0f + wv[m];
+                                const float scale = 1.0f + wv[m];
 {%- else %}
-                            const float scale = wv[m];
+                                const float scale = wv[m];
 {%- endif %}
-                            v[4 * i + m] = v[4 * i + m] * ir * scale;
+                                v[4 * i + m] = v[4 * i + m] * ir * scale;
+                            }
                         }
                     }
-                }
 #elif PRO_SWIGLU
 #pragma unroll
-                for (int i = 0; i < FMT_LANE_N / 4; ++i) {
-                    const float4 a = __ldg((const float4*)(xp + K) + i);
-                    const float up[4] = { a.x, a.y, a.z, a.w };
+                    for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+                        const float4 a = __ldg((const float4*)(xp + K) + i);
+                        const float up[4] = { a.x, a.y, a.z, a.w };
 #pragma unroll
-                    for (int m = 0; m < 4; ++m) {
-                        const float gv = v[4 * i + m];
-                        const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, expf(-gv)));
-                        v[4 * i + m] = __fmul_rn(silu, up[m]);
+                        for (int m = 0; m < 4; ++m) {
+                            const float gv = v[4 * i + m];
+                            // Fast intrinsics (a few ulp), as gemv_ring.cu: every block computes
+                            // silu over its K-range of the row.
+                            const float silu = __fdividef(gv, 1.0f + __expf(-gv));
+                            v[4 * i + m] = __fmul_rn(silu, up[m]);
+                        }
+                    }
+#endif
+                    u32 fr[3][PAIRS];
+#pragma unroll
+                    for (int i = 0; i < PAIRS; ++i)
+                        split3(v[fmt_pair_lo(i)], v[fmt_pair_hi(i)], &fr[0][i], &fr[1][i], &fr[2][i]);
+#pragma unroll
+                    for (int p = 0; p < 3; ++p) {
+                        const int c = 3 * tk + p;
+                        uint4* d = smem4 + ((gl * NT + (c >> 3)) * XQ) * 32 + (c & 7) * 4 + tq;
+#pragma unroll
+                        for (int h = 0; h < XQ; ++h)
+                            d[h * 32] = make_uint4(fr[p][4 * h], fr[p][4 * h + 1], fr[p][4 * h + 2], fr[p][4 * h + 3]);
                     }
                 }
-#endif
-                u32 fr[3][PAIRS];
-#pragma unroll
-                for (int i = 0; i < PAIRS; ++i)
-                    split3(v[fmt_pair_lo(i)], v[fmt_pair_hi(i)], &fr[0][i], &fr[1][i], &fr[2][i]);
-#pragma unroll
-                for (int p = 0; p < 3; ++p) {
-                    const int c = 3 * tk + p;
-                    uint4* d = smem4 + ((gl * NT + (c >> 3)) * XQ) * 32 + (c & 7) * 4 + tq;
-#pragma unroll
-                    for (int h = 0; h < XQ; ++h)
-                        d[h * 32] = make_uint4(fr[p][4 * h], fr[p][4 * h + 1], fr[p][4 * h + 2], fr[p][4 * h + 3]);
-                }
+                __syncthreads();
+                staged = s0;
             }
-            __syncthreads();
 
             // Stream this warp's slice, two buffers of UNROLL groups: load one while the
             // other is multiplied.
@@ -386,11 +396,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             }
         }
 
-        // The warps' sums meet in shared memory (the staging buffer, once every warp is
-        // done with it): accumulator e of n-tile j is row g (+8 for e >= 2), column
-        // 8j + 2t + (e & 1).
-        __syncthreads();
-        float* red = (float*)smem4;
+        // The warps' sums meet in shared memory (their own region): accumulator e of n-tile
+        // j is row g (+8 for e >= 2), column 8j + 2t + (e & 1).
+        __syncthreads();  // the previous pass's sums are read
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
@@ -399,7 +407,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         __syncthreads();
 
         // Row fastest, so that the stores of a token's outputs are contiguous.
-        const int pmn = (pass == 0 && two) ? WARPS / 2 : mb1 - pm0;
         const int outs = pmn * 16 * T;
         for (int o = threadIdx.x; o < outs; o += BLOCK) {
             const int r = o & 15;
@@ -416,11 +423,21 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 }
                 float out = hi + (mid + lo);
                 const long long at = (long long)tk * N + row;
+                if (kr > 1) {
+                    part[(long long)kb * T * N + at] = out;  // splitk_sum.cu adds the K-ranges
+                } else {
 {%- if epilogue == "residual" %}
-                out += residual[at];
+                    out += residual[at];
 {%- endif %}
-                y[at] = out;
+                    y[at] = out;
+                }
             }
+        }
+
+        next_pass();
+        if (pmn > 0) {
+            slice_of(g0, gb, ge);
+            load(rawA, scA, gb, ge);
         }
     }
 }

@@ -1,0 +1,28 @@
+{#
+  The second half of a split-K launch of linear/gemv_mma.cu: y[i] = the K-ranges' sums
+  part[0][i] + part[1][i] + ... in K-range order (+ residual[i]), i < T * N. The order is
+  fixed, so the result does not depend on which block finished first.
+
+  Programmatic dependent launch: waits before the first read (the GEMV before it wrote
+  `part`), then lets the next kernel launch.
+
+  Params: epilogue ("none" | "residual"). Arguments: part ([kr][n] f32), residual, y, n, kr.
+#}
+{% include "common/types.cuh" %}
+{% include "common/pdl.cuh" %}
+
+extern "C" __global__ void __launch_bounds__(256)
+{{ kernel_name }}(const float* __restrict__ part, const float* residual, float* y,
+                  long long n, int kr)
+{
+    NINFER_PDL_WAIT();
+    NINFER_PDL_TRIGGER();
+    for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) {
+        float out = __ldcg(part + i);  // written by other blocks of the GEMV: through L2
+        for (int r = 1; r < kr; ++r) out += __ldcg(part + (long long)r * n + i);
+{%- if epilogue == "residual" %}
+        out += residual[i];
+{%- endif %}
+        y[i] = out;
+    }
+}
