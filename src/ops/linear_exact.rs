@@ -1002,7 +1002,7 @@ fn ring_geometry_uncached(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn launch_inner(
+pub(super) fn launch_inner(
     gpu: &Gpu,
     route: &ExactRoute,
     w: &DeviceWeight,

@@ -497,6 +497,86 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
             }
         }
     }
+    records.extend(bench_k_ranges(ctx, filter)?);
+    Ok(records)
+}
+
+/// The split K's K-ranges at T = 8 (q4_g64, the 27B's gate_up, up, down and out shapes):
+/// the plan's own choice, then 1..10 K-ranges as forced (the plan clamps them to what
+/// fits); so that the plan's rule "as many K-ranges as slabs" is
+/// measured against its neighbours.
+fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
+    let what = format!("linear_exact_mma k-ranges q4_g64 x{BATCH}");
+    let mut records = Vec::new();
+    if !crate::bench::filter_may_keep(filter, &[&what]) {
+        return Ok(records);
+    }
+    let gpu = ctx.gpu;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(19);
+    let q4 = crate::formats::format("q4_g64").expect("registered");
+    let t = 8;
+    for (n, k) in [(34816, 5120), (17408, 5120), (5120, 17408), (5120, 6144)] {
+        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(q4, &layout, &mut rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        drop(payload);
+        let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
+        let x = gpu.upload(&xs)?;
+        let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
+        let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
+        let route = ExactRoute {
+            format: q4,
+            tt: mma_tt(t),
+            epilogue: Epilogue::None,
+            kernel: ExactKernel::Mma(mma_tile(mma_tt(t))),
+            prologue: PrologueKind::None,
+        };
+        for kr in [
+            None,
+            Some(1),
+            Some(2),
+            Some(3),
+            Some(4),
+            Some(5),
+            Some(6),
+            Some(8),
+            Some(10),
+        ] {
+            let over = Override {
+                k_ranges: kr,
+                ..Override::default()
+            };
+            let us = median_batched_us(gpu, 15, |i| {
+                super::linear_exact::launch_inner(
+                    gpu,
+                    &route,
+                    &weights[i % sets],
+                    xp,
+                    &super::linear_exact::Prologue::None,
+                    None,
+                    yp,
+                    t,
+                    over,
+                )
+            })?;
+            let label = match kr {
+                None => format!("{} k-ranges=plan", route.spec().entry),
+                Some(r) => format!("{} k-ranges={r}", route.spec().entry),
+            };
+            let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
+            records.push(ctx.record(
+                what.clone(),
+                label,
+                format!("T={t} N={n} K={k}"),
+                us,
+                bytes,
+                2.0 * (t * n * k) as f64,
+            ));
+        }
+    }
     Ok(records)
 }
 
