@@ -498,6 +498,78 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
     }
     records.extend(bench_k_ranges(ctx, filter)?);
+    records.extend(bench_step_launches(ctx, filter)?);
+    Ok(records)
+}
+
+/// The four mma launches of a 27B layer at 8 lanes (T = 8, q4_g64), as the engine makes
+/// them: gate_up 34816x5120 and in_proj 16480x5120 with RMSNorm(1 + w), down 5120x17408
+/// with SwiGLU and the residual, out 5120x6144 with the residual.
+fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
+    use super::linear_exact::{NormWeight, Prologue};
+    let what = format!("linear_exact_mma step q4_g64 x{BATCH}");
+    let mut records = Vec::new();
+    if !crate::bench::filter_may_keep(filter, &[&what]) {
+        return Ok(records);
+    }
+    let gpu = ctx.gpu;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(23);
+    let q4 = crate::formats::format("q4_g64").expect("registered");
+    let t = 8;
+    let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+    let cases = [
+        ((34816, 5120), zc, Epilogue::None),
+        ((16480, 5120), zc, Epilogue::None),
+        ((5120, 17408), PrologueKind::Swiglu, Epilogue::Residual),
+        ((5120, 6144), PrologueKind::None, Epilogue::Residual),
+    ];
+    for ((n, k), kind, epilogue) in cases {
+        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(q4, &layout, &mut rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        drop(payload);
+        let xs: Vec<f32> = (0..t * 2 * k).map(|_| rng.sample(StandardNormal)).collect();
+        let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
+        let (x, nw) = (gpu.upload(&xs)?, gpu.upload(&nw)?);
+        let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
+        let r: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
+        let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
+        let prologue = match kind {
+            PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
+                weight: dptr(gpu, &nw),
+                eps: 1e-6,
+                conv,
+            },
+            PrologueKind::Swiglu => Prologue::Swiglu,
+            PrologueKind::None => Prologue::None,
+        };
+        let res = (epilogue == Epilogue::Residual).then_some(rp);
+        let route = choose(q4, t, epilogue, kind).expect("an mma route at T = 8");
+        let us = median_batched_us(gpu, 15, |i| {
+            super::linear_exact::launch_with(
+                gpu,
+                &route,
+                &weights[i % sets],
+                xp,
+                &prologue,
+                res,
+                yp,
+                t,
+            )
+        })?;
+        let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
+        records.push(ctx.record(
+            what.clone(),
+            route.spec().entry,
+            format!("T={t} N={n} K={k}"),
+            us,
+            bytes,
+            2.0 * (t * n * k) as f64,
+        ));
+    }
     Ok(records)
 }
 
