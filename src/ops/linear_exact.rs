@@ -738,7 +738,11 @@ fn stream_routes() -> Vec<ExactRoute> {
 
 pub fn instantiations() -> Vec<KernelSpec> {
     let mut v: Vec<KernelSpec> = all_routes().iter().map(ExactRoute::spec).collect();
-    v.extend([Epilogue::None, Epilogue::Residual].map(super::linear_mma_exact::sum_spec));
+    for epilogue in [Epilogue::None, Epilogue::Residual] {
+        for rms in [false, true] {
+            v.push(super::linear_mma_exact::sum_spec(epilogue, rms));
+        }
+    }
     v
 }
 
@@ -1183,7 +1187,17 @@ pub(super) fn launch_inner(
             .map_err(|e| GpuError::driver(format!("launching {}", entry.entry), e))?;
         if kr > 1 {
             let len = cols as usize * n;
-            super::linear_mma_exact::launch_sum(gpu, route.epilogue, part, rc, yc, len, kr)?;
+            let rms = matches!(route.prologue, PrologueKind::RmsNorm(_)).then_some((k, eps));
+            super::linear_mma_exact::launch_sum(
+                gpu,
+                route.epilogue,
+                rms,
+                part,
+                rc,
+                yc,
+                (len, n),
+                kr,
+            )?;
         }
         col += step;
     }

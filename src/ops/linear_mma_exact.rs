@@ -154,10 +154,12 @@ fn n_tiles(tt: u32) -> usize {
 }
 
 /// Shared bytes of one staged group (every n-tile's fragments) and of the final reduction.
-fn smem_parts(format: &Format, tt: u32, warps: u32) -> (usize, usize) {
+fn smem_parts(format: &Format, tt: u32, warps: u32, rms: bool) -> (usize, usize) {
     let nt = n_tiles(tt);
+    // With RMSNorm, each staging unit's sum of squares: tt columns x 4 units a group.
+    let squares = if rms { tt as usize * 4 * 4 } else { 0 };
     (
-        nt * format.group * 16,
+        nt * format.group * 16 + squares,
         warps as usize * 16 * (8 * nt + 1) * 4,
     )
 }
@@ -194,6 +196,7 @@ pub fn plan(
     format: &Format,
     tt: u32,
     warps: u32,
+    rms: bool,
     (n, k): (usize, usize),
     room: Room,
     force_kr: Option<u32>,
@@ -203,13 +206,14 @@ pub fn plan(
         smem: budget,
         scratch,
     } = room;
-    let (per_group, red) = smem_parts(format, tt, warps);
+    let (per_group, red) = smem_parts(format, tt, warps, rms);
     let groups = (k / format.group).max(1);
     let mtiles = n.div_ceil(16).max(1);
     let resident = resident.max(1);
     let slab_max = (budget.saturating_sub(red) / per_group).max(1);
     let want = force_kr.map_or(groups.div_ceil(slab_max), |f| f as usize);
-    let fits = |kr: usize| kr * tt as usize * n * 4 <= scratch;
+    // The K-ranges' sums, and with RMSNorm their sums of squares.
+    let fits = |kr: usize| kr * tt as usize * (n + 1) * 4 <= scratch;
     let kr = want.clamp(1, groups.min(resident));
     let kr = if kr > 1 && fits(kr) { kr } else { 1 };
     let range = groups.div_ceil(kr);
@@ -278,7 +282,17 @@ pub(super) fn geometry(
         smem: budget,
         scratch: 0,
     };
-    let most = plan(route.format, route.tt, tile.warps, (n, k), alone, Some(1)).smem;
+    let rms = matches!(route.prologue, PrologueKind::RmsNorm(_));
+    let most = plan(
+        route.format,
+        route.tt,
+        tile.warps,
+        rms,
+        (n, k),
+        alone,
+        Some(1),
+    )
+    .smem;
     gpu.grant_shared_memory(f, most, entry)?;
     let resident =
         blocks_per_sm(gpu, f, entry, threads, most)? as usize * gpu.props().sm_count as usize;
@@ -289,7 +303,7 @@ pub(super) fn geometry(
         smem: budget,
         scratch,
     };
-    let got = plan(route.format, route.tt, tile.warps, (n, k), room, force);
+    let got = plan(route.format, route.tt, tile.warps, rms, (n, k), room, force);
     CACHE
         .lock()
         .expect("mma geometry cache")
@@ -298,33 +312,39 @@ pub(super) fn geometry(
     Ok(got)
 }
 
-/// The kernel that adds a split-K launch's K-range sums (and the residual) into y.
-pub fn sum_spec(epilogue: Epilogue) -> KernelSpec {
+/// The kernel that adds a split-K launch's K-range sums (and the residual) into y; with
+/// `rms`, scaled by each column's 1 / rms from the K-ranges' sums of squares.
+pub fn sum_spec(epilogue: Epilogue, rms: bool) -> KernelSpec {
     let e = match epilogue {
         Epilogue::None => "plain",
         Epilogue::Residual => "res",
         Epilogue::Swiglu => panic!("the exact route has no SwiGLU epilogue"),
     };
+    let r = if rms { "_rms" } else { "" };
     KernelSpec::new(
         "linear_exact",
         "linear/splitk_sum.cu",
-        format!("linear_exact_splitk_sum_{e}"),
+        format!("linear_exact_splitk_sum_{e}{r}"),
     )
     .param("epilogue", epilogue)
+    .param("rms", rms)
     .programmatic()
 }
 
-/// `y[i] = sum over kr K-ranges of part[r][i] (+ residual[i])`, `i < len`.
+/// `y[i] = sum over kr K-ranges of part[r][i]` (times the column's 1 / rms where `rms`
+/// holds K and eps) `(+ residual[i])`, `i < len = T x n` outputs of `n` a column.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn launch_sum(
     gpu: &Gpu,
     epilogue: Epilogue,
+    rms: Option<(usize, f32)>,
     part: u64,
     residual: u64,
     y: u64,
-    len: usize,
+    (len, n): (usize, usize),
     kr: usize,
 ) -> Result<(), GpuError> {
-    let spec = sum_spec(epilogue);
+    let spec = sum_spec(epilogue, rms.is_some());
     let kernel = gpu.kernel(&spec)?;
     let blocks = len
         .div_ceil(256)
@@ -335,11 +355,20 @@ pub(super) fn launch_sum(
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let (n, kr) = (len as i64, kr as i32);
+    let (k, eps) = rms.unwrap_or((0, 0.0));
+    let (len_i, kr_i, n_i, k_i) = (len as i64, kr as i32, n as i32, k as i32);
     let mut b = gpu.launch(&kernel);
-    b.arg(&part).arg(&residual).arg(&y).arg(&n).arg(&kr);
+    b.arg(&part)
+        .arg(&residual)
+        .arg(&y)
+        .arg(&len_i)
+        .arg(&kr_i)
+        .arg(&n_i)
+        .arg(&k_i)
+        .arg(&eps);
     // SAFETY: matches splitk_sum.cu's signature; part holds kr x len floats written by the
-    // GEMV just before, residual (read only with the residual epilogue) and y len floats.
+    // GEMV just before (then kr x T sums of squares with rms), residual (read only with the
+    // residual epilogue) and y len floats.
     unsafe { b.launch(cfg) }.map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))
 }
 
@@ -705,9 +734,9 @@ mod tests {
         let q8 = crate::formats::format("q8_g32").unwrap();
         let scratch = Gpu::SCRATCH_BYTES;
         for f in [q4, q8] {
-            for tt in MMA_TT {
+            for (tt, rms) in MMA_TT.iter().flat_map(|&tt| [(tt, false), (tt, true)]) {
                 let w = mma_tile(tt).warps;
-                let (per, red) = smem_parts(f, tt, w);
+                let (per, red) = smem_parts(f, tt, w, rms);
                 for (n, k) in [
                     (144, 64),
                     (576, 1536),
@@ -726,10 +755,11 @@ mod tests {
                             smem: MMA_SMEM,
                             scratch: s,
                         };
-                        let p = plan(f, tt, w, (n, k), room, force);
+                        let p = plan(f, tt, w, rms, (n, k), room, force);
                         let groups = k / f.group;
                         let mtiles = n.div_ceil(16);
-                        let what = format!("{} T={tt} {n}x{k} {resident} {s} {force:?}", f.name);
+                        let what =
+                            format!("{} T={tt} {rms} {n}x{k} {resident} {s} {force:?}", f.name);
                         assert!(p.smem <= MMA_SMEM.max(per + red), "{what}");
                         assert_eq!(p.smem, p.slab * per + red, "{what}");
                         assert!(
@@ -738,7 +768,7 @@ mod tests {
                         );
                         let mr = p.grid as usize / p.kr;
                         assert!(mr >= 1 && mr <= mtiles, "{what}");
-                        assert!(p.kr == 1 || p.kr * tt as usize * n * 4 <= s, "{what}");
+                        assert!(p.kr == 1 || p.kr * tt as usize * (n + 1) * 4 <= s, "{what}");
                         assert!(p.slab >= 1 && p.slab <= groups.div_ceil(p.kr), "{what}");
                         if p.kr > 1 || groups <= p.slab {
                             // One wave: split K always fits the resident blocks.
@@ -754,31 +784,41 @@ mod tests {
             scratch,
         };
         // T = 8, q4_g64: 3072 bytes a group, 25.6 KB of sums; 56 groups fit 200 KB.
-        let p = plan(q4, 8, 16, (17408, 5120), room(scratch), None);
+        let p = plan(q4, 8, 16, false, (17408, 5120), room(scratch), None);
         assert_eq!((p.kr, p.slab, p.grid), (2, 40, 132));
-        let p = plan(q4, 8, 16, (5120, 17408), room(scratch), None);
+        let p = plan(q4, 8, 16, false, (5120, 17408), room(scratch), None);
         assert_eq!((p.kr, p.slab, p.grid), (5, 55, 130));
         // Without the scratch: one K-range in slabs, at most one m-tile a warp.
-        let p = plan(q4, 8, 16, (34816, 5120), room(0), None);
+        let p = plan(q4, 8, 16, false, (34816, 5120), room(0), None);
         assert_eq!((p.kr, p.slab, p.grid), (1, 40, 136));
-        let p = plan(q4, 8, 16, (34816, 5120), room(scratch), None);
+        let p = plan(q4, 8, 16, false, (34816, 5120), room(scratch), None);
         assert_eq!((p.kr, p.grid), (2, 132));
         // One slab's K: no split, every m-tile in one wave.
-        let p = plan(q4, 8, 16, (49152, 576), room(scratch), None);
+        let p = plan(q4, 8, 16, false, (49152, 576), room(scratch), None);
         assert_eq!((p.kr, p.slab, p.grid), (1, 9, 132));
     }
 
-    /// Two instantiations (q4 T = 8 plain, q8 T = 32 SwiGLU + residual) render, wait for the
+    /// Three instantiations (q4 T = 8 plain, q4 T = 16 RMSNorm(1 + w), q8 T = 32 SwiGLU +
+    /// residual) and the K-range sums with and without RMSNorm render, wait for the
     /// previous kernel once, and compile with NVRTC for sm_90.
     #[test]
     fn mma_kernels_compile_with_nvrtc() {
+        use super::super::linear_exact::NormWeight;
         let jit = crate::jit::test_jit();
         let q4 = crate::formats::format("q4_g64").unwrap();
         let q8 = crate::formats::format("q8_g32").unwrap();
-        let a = choose(q4, 8, Epilogue::None, PrologueKind::None).unwrap();
-        let b = choose(q8, 32, Epilogue::Residual, PrologueKind::Swiglu).unwrap();
-        for r in [a, b] {
-            let spec = r.spec();
+        let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+        let mut specs: Vec<KernelSpec> = [
+            choose(q4, 8, Epilogue::None, PrologueKind::None),
+            choose(q4, 16, Epilogue::None, zc),
+            choose(q8, 32, Epilogue::Residual, PrologueKind::Swiglu),
+        ]
+        .into_iter()
+        .map(|r| r.unwrap().spec())
+        .collect();
+        specs.push(sum_spec(Epilogue::None, true));
+        specs.push(sum_spec(Epilogue::Residual, false));
+        for spec in specs {
             let src = jit.render(&spec).unwrap();
             assert!(crate::jit::calls_pdl_wait(&src), "{}", spec.entry);
             jit.cubin(&spec, crate::jit::Arch::new(9, 0))

@@ -37,7 +37,11 @@
   Activations. The split fragments of `slab` groups (all columns) are staged per block in
   shared memory in the B-fragment order (per group, n-tile, 16-byte piece: the 32 lanes'
   pieces contiguous, conflict-free 16-byte reads), with the prologue applied (rmsnorm,
-  rmsnorm1p, swiglu as gemv_ring.cu; silu with fast intrinsics as there). A K-range takes
+  rmsnorm1p, swiglu as gemv_ring.cu; silu with fast intrinsics as there). RMSNorm stages
+  x * w and sums the squares of the staged K-range as it goes (no pass over the row
+  before the staging); 1 / rms multiplies the outputs: here with one K-range, in
+  linear/splitk_sum.cu (from every K-range's sums, left after the partial outputs) with
+  several. A K-range takes
   ceil(groups / slab) slabs, a block barrier around each; one slab is staged once for all
   passes. Each warp's first buffer of weights of a slab is loaded before the slab is
   staged, so the staging overlaps its DRAM latency.
@@ -50,8 +54,9 @@
   Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, epilogue
   ("none" | "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" |
   "swiglu"). Arguments after K: slab (groups per slab), pw, eps, kr (K-ranges; gridDim.x
-  a multiple of it), part (kr > 1: [kr][T][N] f32 sums). Dynamic shared memory:
-  slab * FMT_GROUP * NT * 16 + warps * 16 * (8 * NT + 1) * 4 bytes (slab, then sums).
+  a multiple of it), part (kr > 1: [kr][T][N] f32 sums, then with RMSNorm [kr][T] sums
+  of squares). Dynamic shared memory: slab * FMT_GROUP * NT * 16 + warps * 16 *
+  (8 * NT + 1) * 4 bytes (slab, then sums), plus slab * TT * 16 with RMSNorm.
 #}
 {%- set prologue = prologue | default(value="none") %}
 {% include "common/types.cuh" %}
@@ -133,8 +138,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 {
     extern __shared__ uint4 smem4[];
 #if PRO_RMS
-    __shared__ float red_rms[WARPS * TT];
-    __shared__ float inv_rms[TT];
+    __shared__ float ss_blk[TT];  // each column's sum of squares over this block's K-range
 #endif
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -220,29 +224,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     NINFER_PDL_TRIGGER();
 
     const long long x_stride = PRO_SWIGLU ? 2LL * K : (long long)K;
-#if PRO_RMS
-    {
-        const int k4 = K / 4;
-        for (int tk = 0; tk < TT; ++tk) {
-            float ss = 0.0f;
-            if (tk < T) {
-                for (int i = threadIdx.x; i < k4; i += BLOCK) {
-                    const float4 v = __ldg((const float4*)(x + (long long)tk * x_stride) + i);
-                    ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-                }
-            }
-            ss = warp_sum(ss);
-            if (lane == 0) red_rms[warp * TT + tk] = ss;
-        }
-        __syncthreads();
-        if (threadIdx.x < TT) {
-            float tot = 0.0f;
-            for (int w = 0; w < WARPS; ++w) tot += red_rms[w * TT + threadIdx.x];
-            inv_rms[threadIdx.x] = rsqrtf(tot / (float)K + eps);
-        }
-        __syncthreads();
-    }
-#endif
 
     float acc[NT][4];
     // Multiplies UNROLL groups from b0 (staged slab from s0) into acc: every group's mma
@@ -301,8 +282,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         }
     };
 
-    // The sums' region, after the slab's.
+    // The sums' region, after the slab's; with RMSNorm then each staging unit's sum of
+    // squares (slab x T x 4 floats).
     float* red = (float*)(smem4 + (long long)slab * NT * XQ * 32);
+#if PRO_RMS
+    float* ssu = red + WARPS * 16 * RED_LD;
+#endif
     int staged = -1;  // the slab in shared memory (its first group), none yet
     while (pmn > 0) {
 #pragma unroll
@@ -336,7 +321,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                     }
 #if PRO_RMS
                     {
-                        const float ir = inv_rms[tk];
+                        // x * w is staged; 1 / rms multiplies the outputs (here with one
+                        // K-range, in splitk_sum.cu with several), so that a block needs
+                        // the squares of its own K-range only.
+                        float sq = 0.0f;
+#pragma unroll
+                        for (int i = 0; i < FMT_LANE_N; ++i) sq = fmaf(v[i], v[i], sq);
+                        ssu[u] = sq;
 #pragma unroll
                         for (int i = 0; i < FMT_LANE_N / 4; ++i) {
                             const float4 w4 = __ldg((const float4*)(pw + k0) + i);
@@ -348,7 +339,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 {%- else %}
                                 const float scale = wv[m];
 {%- endif %}
-                                v[4 * i + m] = v[4 * i + m] * ir * scale;
+                                v[4 * i + m] = v[4 * i + m] * scale;
                             }
                         }
                     }
@@ -382,6 +373,16 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 }
                 __syncthreads();
                 staged = s0;
+#if PRO_RMS
+                // Column w's squares of this slab, warp w, in a fixed order; added to the
+                // K-range's running sum (reset by the K-range's first slab).
+                for (int w = warp; w < T; w += WARPS) {
+                    float a = 0.0f;
+                    for (int j = lane; j < sg * 4; j += 32) a += ssu[((j >> 2) * T + w) * 4 + (j & 3)];
+                    a = warp_sum(a);
+                    if (lane == 0) ss_blk[w] = (s0 == g0 ? 0.0f : ss_blk[w]) + a;
+                }
+#endif
             }
 
             // Stream this warp's slice, two buffers of UNROLL groups: load one while the
@@ -423,6 +424,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 }
                 float out = hi + (mid + lo);
                 const long long at = (long long)tk * N + row;
+#if PRO_RMS
+                if (kr == 1) out *= rsqrtf(ss_blk[tk] / (float)K + eps);
+#endif
                 if (kr > 1) {
                     part[(long long)kb * T * N + at] = out;  // splitk_sum.cu adds the K-ranges
                 } else {
@@ -440,4 +444,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             load(rawA, scA, gb, ge);
         }
     }
+#if PRO_RMS
+    // With several K-ranges, the first m-range's blocks leave their K-range's sums of
+    // squares after the partial outputs ([kr][T], read by splitk_sum.cu).
+    if (kr > 1 && mrange == 0 && threadIdx.x < T)
+        part[(long long)kr * T * N + kb * T + threadIdx.x] = ss_blk[threadIdx.x];
+#endif
 }

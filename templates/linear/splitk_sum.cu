@@ -1,25 +1,37 @@
 {#
   The second half of a split-K launch of linear/gemv_mma.cu: y[i] = the K-ranges' sums
-  part[0][i] + part[1][i] + ... in K-range order (+ residual[i]), i < T * N. The order is
-  fixed, so the result does not depend on which block finished first.
+  part[0][i] + part[1][i] + ... in K-range order (+ residual[i]), i < n = T * N. The
+  order is fixed, so the result does not depend on which block finished first. With
+  `rms` (the GEMV's RMSNorm prologue staged x * w), the sum is first multiplied by its
+  column's 1 / rms = rsqrt(sum of squares / K + eps), the sums of squares being the
+  K-ranges' ([kr][T] after the partial outputs), added in the same order.
 
   Programmatic dependent launch: waits before the first read (the GEMV before it wrote
   `part`), then lets the next kernel launch.
 
-  Params: epilogue ("none" | "residual"). Arguments: part ([kr][n] f32), residual, y, n, kr.
+  Params: epilogue ("none" | "residual"), rms (bool). Arguments: part ([kr][n] f32, then
+  [kr][T] with rms), residual, y, n, kr, N (outputs per column), K, eps.
 #}
 {% include "common/types.cuh" %}
 {% include "common/pdl.cuh" %}
 
 extern "C" __global__ void __launch_bounds__(256)
 {{ kernel_name }}(const float* __restrict__ part, const float* residual, float* y,
-                  long long n, int kr)
+                  long long n, int kr, int N, int K, float eps)
 {
     NINFER_PDL_WAIT();
     NINFER_PDL_TRIGGER();
     for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256) {
         float out = __ldcg(part + i);  // written by other blocks of the GEMV: through L2
         for (int r = 1; r < kr; ++r) out += __ldcg(part + (long long)r * n + i);
+{%- if rms %}
+        const long long T = n / N;
+        const long long tk = i / N;
+        const float* ss = part + (long long)kr * n;
+        float sq = __ldcg(ss + tk);
+        for (int r = 1; r < kr; ++r) sq += __ldcg(ss + r * T + tk);
+        out *= rsqrtf(sq / (float)K + eps);
+{%- endif %}
 {%- if epilogue == "residual" %}
         out += residual[i];
 {%- endif %}
