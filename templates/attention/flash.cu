@@ -11,10 +11,13 @@
   mode "direct": the block scans keys 0 ..= its last row's position and writes the
   normalised output rows (the prefill route).
   mode "split":  blockIdx.z picks a range of split * split_mult keys; the block writes its
-  partial (max, sum, unnormalised acc) to the workspace; the last of the gridDim.z blocks
-  of a (tile, KV head) to finish (an atomic counter per pair, reset by that block so the
-  next launch or graph replay finds zeros) merges every split's partial into `final_out`
-  (the decode route, split-K over the cache, combine folded in: one launch).
+  partial (max, sum, unnormalised acc) to the workspace; the last of the live blocks of a
+  (tile, KV head) to finish (an atomic counter per pair, reset by that block so the next
+  launch or graph replay finds zeros) merges every live split's partial into `final_out`
+  (the decode route, split-K over the cache, combine folded in: one launch). Live: the
+  splits that hold keys at this launch's position (a captured grid is planned for the
+  largest); the others return after the wait, and a lone live split writes `final_out`
+  itself.
 
   rope ("" | "neox" | "interleaved"), split mode, one row (t = 1, the decode step): RoPE and
   the KV append folded in. q and the step's key k_new arrive unrotated; every block rotates
@@ -209,6 +212,15 @@ extern "C" __global__ void __launch_bounds__(NT)
 {%- endif %}
     NINFER_PDL_WAIT();     // q and the appended rows are visible from here on
     NINFER_PDL_TRIGGER();
+{%- if mode == "split" %}
+    // Splits that hold keys for this tile (at least one: key 0). The grid is planned for
+    // the most keys a graph replay may see; the splits past the keys of this launch have
+    // nothing to add, so they stop here (no partial, no count), and with one live split
+    // its block writes the output itself (no partial, no count, no combine): the same
+    // bits, as the combine gives a lone split weight 1 and the empty ones weight 0.
+    const int live = min((pos0 + (min(v0 + NQ, nv) - 1) / rep + {{ split }} * split_mult) / ({{ split }} * split_mult), (int)gridDim.z);
+    if ((int)blockIdx.z >= live) return;
+{%- endif %}
 
     for (int e = threadIdx.x; e < NQ * (HD / 4); e += NT) {
         const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
@@ -345,6 +357,22 @@ extern "C" __global__ void __launch_bounds__(NT)
         }
     }
 
+{%- if mode == "split" %}
+    if (live == 1) {
+        if (my_v < nv) {
+            const int i = my_v / rep, h = g * rep + my_v % rep;
+            const float inv = 1.f / l;  // l >= 1: key 0 is in this split
+            float* dst = final_out + i * qd + (long long)h * HD;
+#pragma unroll
+            for (int c = 0; c < CPT; ++c) {
+                float4 r = acc[c];
+                r.x *= inv; r.y *= inv; r.z *= inv; r.w *= inv;
+                *(float4*)(dst + (c * G + slot) * 4) = r;
+            }
+        }
+        return;
+    }
+{%- endif %}
     if (my_v < nv) {
         const int i = my_v / rep, h = g * rep + my_v % rep;
 {%- if mode == "split" %}
@@ -376,7 +404,7 @@ extern "C" __global__ void __launch_bounds__(NT)
     if (threadIdx.x == 0) {
         int* ctr = counters + blockIdx.y * gridDim.x + blockIdx.x;
         const int done = atomicAdd(ctr, 1);
-        is_last = done == (int)gridDim.z - 1;
+        is_last = done == live - 1;
         if (is_last) *ctr = 0;
     }
     __syncthreads();
@@ -385,7 +413,7 @@ extern "C" __global__ void __launch_bounds__(NT)
     if (my_v < nv) {
         const int i = my_v / rep, h = g * rep + my_v % rep;
         const long long p0 = ((long long)i * n_heads + h) * max_splits;
-        const int ns = gridDim.z;
+        const int ns = live;
         // Other blocks wrote these: read through L2 (__ldcg), never a stale L1 line.
         float mx = NEG_INF;
         for (int s = 0; s < ns; ++s) mx = fmaxf(mx, __ldcg(ml + 2 * (p0 + s)));
