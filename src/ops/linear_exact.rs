@@ -143,6 +143,16 @@ pub enum Prologue {
 }
 
 impl Prologue {
+    /// The prologue of `kind`, an RMSNorm reading its weight `[K]` at `weight` with `eps`
+    /// (ignored by the other kinds).
+    pub fn of_kind(kind: PrologueKind, weight: u64, eps: f32) -> Prologue {
+        match kind {
+            PrologueKind::None => Prologue::None,
+            PrologueKind::RmsNorm(conv) => Prologue::RmsNorm { weight, eps, conv },
+            PrologueKind::Swiglu => Prologue::Swiglu,
+        }
+    }
+
     pub fn kind(&self) -> PrologueKind {
         match *self {
             Prologue::None => PrologueKind::None,
@@ -1303,15 +1313,7 @@ fn check(
     let dnw = gpu.upload(&nw)?;
     let dy = gpu.upload(&vec![f32::NAN; t * n])?;
     let res = (route.epilogue == Epilogue::Residual).then(|| dptr(gpu, &dr));
-    let prologue = match route.prologue {
-        PrologueKind::None => Prologue::None,
-        PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
-            weight: dptr(gpu, &dnw),
-            eps,
-            conv,
-        },
-        PrologueKind::Swiglu => Prologue::Swiglu,
-    };
+    let prologue = Prologue::of_kind(route.prologue, dptr(gpu, &dnw), eps);
     // Each route's own kernel (no small-K substitute): every split is qualified by name.
     let over = Override {
         exact_tile: true,
@@ -1873,15 +1875,7 @@ fn bench_prologues(
         let r: CudaSlice<f32> = gpu.alloc_zeros(n)?;
         let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
         let res = (epilogue == Epilogue::Residual).then_some(rp);
-        let prologue = match kind {
-            PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
-                weight: dptr(gpu, &nw),
-                eps: 1e-6,
-                conv,
-            },
-            PrologueKind::Swiglu => Prologue::Swiglu,
-            PrologueKind::None => Prologue::None,
-        };
+        let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
         let chosen = ExactRoute::choose_with(q4, 1, epilogue, kind).expect("instantiated");
         // (route, label, launched as it is)
         let mut runs = vec![(

@@ -474,13 +474,8 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         if !crate::bench::filter_may_keep(filter, &[&what]) {
             continue;
         }
-        let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(fmt, &layout, &mut rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
-            .collect::<Result<_, _>>()?;
-        drop(payload);
+        let (layout, weights) = weight_sets(gpu, fmt, (n, k), &mut rng)?;
+        let sets = weights.len();
         let wsets = rotation_sets(gpu, n * k * 2);
         let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
         let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
@@ -531,6 +526,22 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     Ok(records)
 }
 
+/// Copies of one random `[n, k]` weight in `fmt`, enough to rotate past L2 (a launch never
+/// finds its weights cached by the one before).
+fn weight_sets(
+    gpu: &Gpu,
+    fmt: &'static Format,
+    (n, k): (usize, usize),
+    rng: &mut rand::rngs::StdRng,
+) -> Result<(Layout, Vec<DeviceWeight>), GpuError> {
+    let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
+    let payload = random_payload(fmt, &layout, rng);
+    let weights = (0..rotation_sets(gpu, layout.total_bytes))
+        .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
+        .collect::<Result<_, _>>()?;
+    Ok((layout, weights))
+}
+
 /// The four mma launches of a 27B layer at 8 lanes (T = 8, q4_g64), as the engine makes
 /// them: gate_up 34816x5120 and in_proj 16480x5120 with RMSNorm(1 + w), down 5120x17408
 /// with SwiGLU and the residual, out 5120x6144 with the residual.
@@ -553,28 +564,15 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
         ((5120, 6144), PrologueKind::None, Epilogue::Residual),
     ];
     for ((n, k), kind, epilogue) in cases {
-        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(q4, &layout, &mut rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
-            .collect::<Result<_, _>>()?;
-        drop(payload);
+        let (layout, weights) = weight_sets(gpu, q4, (n, k), &mut rng)?;
+        let sets = weights.len();
         let xs: Vec<f32> = (0..t * 2 * k).map(|_| rng.sample(StandardNormal)).collect();
         let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
         let (x, nw) = (gpu.upload(&xs)?, gpu.upload(&nw)?);
         let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
         let r: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
         let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
-        let prologue = match kind {
-            PrologueKind::RmsNorm(conv) => Prologue::RmsNorm {
-                weight: dptr(gpu, &nw),
-                eps: 1e-6,
-                conv,
-            },
-            PrologueKind::Swiglu => Prologue::Swiglu,
-            PrologueKind::None => Prologue::None,
-        };
+        let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
         let res = (epilogue == Epilogue::Residual).then_some(rp);
         let route = choose(q4, t, epilogue, kind).expect("an mma route at T = 8");
         let us = median_batched_us(gpu, 15, |i| {
@@ -617,13 +615,8 @@ fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecor
     let q4 = crate::formats::format("q4_g64").expect("registered");
     let t = 8;
     for (n, k) in [(34816, 5120), (17408, 5120), (5120, 17408), (5120, 6144)] {
-        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(q4, &layout, &mut rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
-            .collect::<Result<_, _>>()?;
-        drop(payload);
+        let (layout, weights) = weight_sets(gpu, q4, (n, k), &mut rng)?;
+        let sets = weights.len();
         let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
         let x = gpu.upload(&xs)?;
         let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
