@@ -465,12 +465,16 @@ pub fn stream_supports(format: &Format) -> bool {
         && format.group.is_multiple_of(32)
 }
 
+/// An A/B switch: on unless the environment sets `var` to `0`, read once into `cell`.
+pub(super) fn switch_on(cell: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
+    *cell.get_or_init(|| std::env::var(var).map_or(true, |v| v != "0"))
+}
+
 /// Whether [`ExactRoute::choose`] takes the ring kernel: yes unless the environment sets
 /// `NINFER_EXACT_RING=0` (an A/B switch for whole-model benchmarks in one run).
 pub fn ring_enabled() -> bool {
-    use std::sync::OnceLock;
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("NINFER_EXACT_RING").map_or(true, |v| v != "0"))
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    switch_on(&ON, "NINFER_EXACT_RING")
 }
 
 /// `NINFER_RING_BLOCKS_PER_SM=n` (n >= 1): a ring launch takes at most `n` blocks per SM
@@ -1128,13 +1132,10 @@ pub(super) fn launch_inner(
             (grid, ks as usize, smem)
         }
         ExactKernel::Mma(tile) => {
-            let p =
+            let (p, scratch) =
                 super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?;
             if p.kr > 1 {
-                kr = p.kr;
-                part = gpu
-                    .scratch()?
-                    .expect("a plan with K-ranges had the scratch");
+                (kr, part) = (p.kr, scratch);
             }
             (p.grid, p.slab, p.smem)
         }

@@ -62,17 +62,15 @@ pub fn mma_supports(format: &Format) -> bool {
 /// Whether [`choose`] takes the mma kernel: yes unless the environment sets
 /// `NINFER_EXACT_MMA=0` (an A/B switch for whole-model benchmarks).
 pub fn mma_enabled() -> bool {
-    use std::sync::OnceLock;
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("NINFER_EXACT_MMA").map_or(true, |v| v != "0"))
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_EXACT_MMA")
 }
 
 /// Whether [`plan`] may split K: yes unless the environment sets `NINFER_MMA_SPLIT_K=0`
 /// (an A/B switch: one K-range, as before split K).
 pub fn split_k_enabled() -> bool {
-    use std::sync::OnceLock;
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("NINFER_MMA_SPLIT_K").map_or(true, |v| v != "0"))
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_MMA_SPLIT_K")
 }
 
 /// The split per column tile: 16 warps (one block per SM) up to 16 columns; at 32 columns
@@ -233,8 +231,8 @@ pub fn plan(
 }
 
 /// The launch plan, settled once per loaded function and shape (the occupancy query and
-/// attribute call cost microseconds). Split K takes the device's scratch where there is one
-/// (see [`Gpu::scratch`]).
+/// attribute call cost microseconds), and the device's scratch (0 where there is none, see
+/// [`Gpu::scratch`]), where a plan with K-ranges leaves their sums.
 pub(super) fn geometry(
     gpu: &Gpu,
     f: &CudaFunction,
@@ -243,7 +241,7 @@ pub(super) fn geometry(
     tile: MmaTile,
     (n, k): (usize, usize),
     over: Override,
-) -> Result<MmaPlan, GpuError> {
+) -> Result<(MmaPlan, u64), GpuError> {
     type Key = (
         usize,
         usize,
@@ -255,7 +253,8 @@ pub(super) fn geometry(
     );
     type Cache = HashMap<Key, MmaPlan>;
     static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
-    let scratch = gpu.scratch()?.map_or(0, |_| Gpu::SCRATCH_BYTES);
+    let part = gpu.scratch()?.unwrap_or(0);
+    let scratch = if part == 0 { 0 } else { Gpu::SCRATCH_BYTES };
     let key: Key = (
         f.cu_function() as usize,
         n,
@@ -271,7 +270,7 @@ pub(super) fn geometry(
         .get_or_insert_with(HashMap::new)
         .get(&key)
     {
-        return Ok(hit);
+        return Ok((hit, part));
     }
     let optin = gpu.props().smem_per_block_optin as usize;
     let budget = over.smem_budget.unwrap_or(MMA_SMEM).min(optin);
@@ -309,7 +308,7 @@ pub(super) fn geometry(
         .expect("mma geometry cache")
         .get_or_insert_with(HashMap::new)
         .insert(key, got);
-    Ok(got)
+    Ok((got, part))
 }
 
 /// The kernel that adds a split-K launch's K-range sums (and the residual) into y; with

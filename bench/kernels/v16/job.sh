@@ -7,24 +7,26 @@
 #   kernels  bench kernels 'linear_exact_mma step|linear_exact_mma q4_g64' (twice)
 #   27b      bench model synthetic 27B q4_g64 --lanes 1,8 --no-profile
 #   tune     scripts/gpu/tune.sh for this template set (run1.toml: the profile to install)
-# Needs (carried): .gpu/v16/{ninfer.xz,REV,kc.tgz}. Output: $OUT/v16.tgz; summary last.
+# Needs (carried): .gpu/$V/{ninfer.xz,REV,kc.tgz}, V defaulting to v16 (bench/kernels/v19
+# runs the same steps on its own binary with V=v19). Output: $OUT/$V.tgz; summary last.
 set -u
+V=${V:-v16}
 T0=$(date +%s); LIMIT=${LIMIT:-500}
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 STEPS="${STEPS:-qualify kernels 27b tune}"
 want() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
-G=.gpu/v16
-N=/tmp/v16-ninfer
+G=.gpu/$V
+N=/tmp/$V-ninfer
 xz -dc $G/ninfer.xz > $N && chmod +x $N
 mkdir -p .gpu && cp $N .gpu/ninfer && cp $G/REV .gpu/REV
 export NINFER_REV="$(cat $G/REV)"
-export NINFER_CACHE_DIR=/tmp/v16-cache
+export NINFER_CACHE_DIR=/tmp/$V-cache
 mkdir -p $NINFER_CACHE_DIR && tar xzf $G/kc.tgz -C $NINFER_CACHE_DIR
-FINAL=$OUT; O=/tmp/v16-out; rm -rf $O; mkdir -p $O
+FINAL=$OUT; O=/tmp/$V-out; rm -rf $O; mkdir -p $O
 { echo "revision: $NINFER_REV"; date -u +%FT%TZ;
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; } > $O/context.txt
-( sleep $((LIMIT - 8)); tar czf $FINAL/partial.tgz -C /tmp v16-out ) > /dev/null 2>&1 &
+( sleep $((LIMIT - 8)); tar czf $FINAL/partial.tgz -C /tmp $V-out ) > /dev/null 2>&1 &
 PARTIAL=$!
 if want qualify; then
   timeout $(left 120) $N qualify --filter linear_exact_mma --json $O/qualify.jsonl > $O/qualify.txt 2>&1
@@ -50,7 +52,7 @@ if want tune; then
   t tune
 fi
 pkill -P $PARTIAL sleep 2> /dev/null; kill $PARTIAL 2> /dev/null
-tar czf $FINAL/v16.tgz -C /tmp v16-out
+tar czf $FINAL/$V.tgz -C /tmp $V-out
 echo "===== summary"
 cat $O/context.txt
 grep -E "checks:|rc=" $O/qualify.txt | cut -c1-160
