@@ -84,6 +84,14 @@ __device__ __forceinline__ u32 fmt_bf16x2_minus136(u32 v) {
     return r;
 }
 
+// (a & mask) | bits in one LOP3: written as two operations, the compiler keeps each
+// constant an immediate and spends two instructions (one LOP3 takes one immediate).
+__device__ __forceinline__ u32 fmt_and_or(u32 a, u32 mask, u32 bits) {
+    u32 r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(mask), "r"(bits));
+    return r;
+}
+
 // Split into a load and a conversion, so a kernel can issue the loads of several groups
 // before it waits for any (memory-level parallelism).
 #define FMT_LANE_WORDS (FMT_LANE_N / 8)
@@ -106,7 +114,7 @@ __device__ __forceinline__ void fmt_lane_convert(const u32* raw, u32* out) {
         const u32 word = raw[j] ^ 0x88888888u;
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-            out[4 * j + s] = fmt_bf16x2_minus136(((word >> (4 * s)) & 0x000f000fu) | 0x43004300u);
+            out[4 * j + s] = fmt_bf16x2_minus136(fmt_and_or(word >> (4 * s), 0x000f000fu, 0x43004300u));
         }
     }
 }

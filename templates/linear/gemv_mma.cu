@@ -80,6 +80,9 @@
 #if FMT_GROUP * FMT_BITS != 256 || FMT_LANE_WORDS != 2
 #error "gemv_mma needs 32-byte groups (q4_g64, q8_g32)"
 #endif
+#if STEPS != 2 * XQ
+#error "gemv_mma takes two k16 steps from each 16-byte piece of activations"
+#endif
 #if UNROLL != 4
 #error "gemv_mma's register buffers hold 4 groups (unroll = 8)"
 #endif
@@ -226,8 +229,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const long long x_stride = PRO_SWIGLU ? 2LL * K : (long long)K;
 
     float acc[NT][4];
-    // Multiplies UNROLL groups from b0 (staged slab from s0) into acc: every group's mma
-    // chains are independent, so the compiler interleaves them.
+    // Multiplies UNROLL groups from b0 (staged slab from s0) into acc, a group at a time,
+    // its NT n-tiles' mma chains interleaved.
     auto compute = [&](const uint4 (&raw)[UNROLL / 2][2], const float (&scl)[2], int b0, int ge, int s0) {
         // The swap: lanes t < 2 keep their first 8 bytes (first group) and send the rest,
         // lanes t >= 2 keep their last 8 (second group); wq = (first group's 2 words,
@@ -256,28 +259,37 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             const float sbu = __shfl_sync(0xffffffffu, scl[1], (lane & ~3) | u);
             const int gx = min(b0 + u, ge - 1);  // a staged group: finite fragments
             const uint4* xg = smem4 + (gx - s0) * NT * XQ * 32 + lane;
+            // Step-major over all NT n-tiles, so that the NT accumulator chains interleave
+            // (an mma waits for the previous one of its chain only). Every n-tile is
+            // multiplied, also past the last token's columns: a column's products touch
+            // that column only, and the outputs read columns < 3T.
+            float c[NT][4];
+#pragma unroll
+            for (int h = 0; h < XQ; ++h) {
+                u32 xb[NT][4];
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    const uint4 w4 = xg[(j * XQ + h) * 32];
+                    xb[j][0] = w4.x; xb[j][1] = w4.y; xb[j][2] = w4.z; xb[j][3] = w4.w;
+                }
+#pragma unroll
+                for (int s2 = 0; s2 < 2; ++s2) {
+                    const int st = 2 * h + s2;
+                    const u32 a[4] = { pa[2 * st], pb[2 * st], pa[2 * st + 1], pb[2 * st + 1] };
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) {
+                        const u32 bb[2] = { xb[j][2 * s2], xb[j][2 * s2 + 1] };
+                        if (st == 0) mma_zero_c(c[j], a, bb);
+                        else mma_acc_c(c[j], a, bb);
+                    }
+                }
+            }
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
-                if (8 * j < 3 * T) {  // n-tiles past the last token's columns: skipped
-                    u32 xb[PAIRS];
-#pragma unroll
-                    for (int h = 0; h < XQ; ++h) {
-                        const uint4 w4 = xg[(j * XQ + h) * 32];
-                        xb[4 * h] = w4.x; xb[4 * h + 1] = w4.y; xb[4 * h + 2] = w4.z; xb[4 * h + 3] = w4.w;
-                    }
-                    float c[4];
-#pragma unroll
-                    for (int st = 0; st < STEPS; ++st) {
-                        const u32 a[4] = { pa[2 * st], pb[2 * st], pa[2 * st + 1], pb[2 * st + 1] };
-                        const u32 bb[2] = { xb[2 * st], xb[2 * st + 1] };
-                        if (st == 0) mma_zero_c(c, a, bb);
-                        else mma_acc_c(c, a, bb);
-                    }
-                    acc[j][0] = fmaf(sau, c[0], acc[j][0]);
-                    acc[j][1] = fmaf(sau, c[1], acc[j][1]);
-                    acc[j][2] = fmaf(sbu, c[2], acc[j][2]);
-                    acc[j][3] = fmaf(sbu, c[3], acc[j][3]);
-                }
+                acc[j][0] = fmaf(sau, c[j][0], acc[j][0]);
+                acc[j][1] = fmaf(sau, c[j][1], acc[j][1]);
+                acc[j][2] = fmaf(sbu, c[j][2], acc[j][2]);
+                acc[j][3] = fmaf(sbu, c[j][3], acc[j][3]);
             }
         }
     };
