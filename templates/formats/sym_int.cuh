@@ -28,6 +28,16 @@ __device__ __forceinline__ float fmt_group_scale(const u8* s, int g) {
     return f16_to_f32(((const f16_t*)s)[g]);
 }
 
+// The same scale as stored (f16 bits) and its value, apart: a kernel that loads scales
+// ahead of their use converts them only when it multiplies, so that no instruction waits
+// on the load where it is issued.
+__device__ __forceinline__ u32 fmt_group_scale_bits(const u8* s, int g) {
+    return ((const f16_t*)s)[g];
+}
+__device__ __forceinline__ float fmt_scale_of_bits(u32 bits) {
+    return f16_to_f32((f16_t)bits);
+}
+
 // The FMT_GROUP signed integers of group g.
 __device__ __forceinline__ void fmt_group_ints(const u8* q, int g, int* out) {
     const u32* w = (const u32*)(q + (long long)g * (FMT_GROUP * FMT_BITS / 8));

@@ -190,8 +190,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     // group t of the buffer (rows g and g + 8); the quad shares them by shuffle. A group
     // past the slice has scale 0 (and a pair past it loads nothing).
     uint4 rawA[UNROLL / 2][2], rawB[UNROLL / 2][2];
-    float scA[2], scB[2];
-    auto load = [&](uint4 (&raw)[UNROLL / 2][2], float (&sc)[2], int gb, int ge) {
+    u32 scA[2], scB[2];  // the scales as stored, converted where they multiply
+    auto load = [&](uint4 (&raw)[UNROLL / 2][2], u32 (&sc)[2], int gb, int ge) {
 #pragma unroll
         for (int p = 0; p < UNROLL / 2; ++p) {
             if (active && gb + 2 * p < ge) {
@@ -203,10 +203,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             }
         }
         if (active && gb + t < ge) {
-            sc[0] = fmt_group_scale(sa, gb + t);
-            sc[1] = fmt_group_scale(sb, gb + t);
+            sc[0] = fmt_group_scale_bits(sa, gb + t);
+            sc[1] = fmt_group_scale_bits(sb, gb + t);
         } else {
-            sc[0] = sc[1] = 0.0f;
+            sc[0] = sc[1] = 0u;  // +0 in f16
         }
     };
     // This warp's slice of the slab [s0, s0 + sg).
@@ -231,7 +231,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     float acc[NT][4];
     // Multiplies UNROLL groups from b0 (staged slab from s0) into acc, a group at a time,
     // its NT n-tiles' mma chains interleaved.
-    auto compute = [&](const uint4 (&raw)[UNROLL / 2][2], const float (&scl)[2], int b0, int ge, int s0) {
+    auto compute = [&](const uint4 (&raw)[UNROLL / 2][2], const u32 (&scl)[2], int b0, int ge, int s0) {
         // The swap: lanes t < 2 keep their first 8 bytes (first group) and send the rest,
         // lanes t >= 2 keep their last 8 (second group); wq = (first group's 2 words,
         // second group's 2 words).
@@ -255,8 +255,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 const u32 w[2] = { (u & 1) ? v.z : v.x, (u & 1) ? v.w : v.y };
                 fmt_lane_convert(w, r == 0 ? pa : pb);
             }
-            const float sau = __shfl_sync(0xffffffffu, scl[0], (lane & ~3) | u);
-            const float sbu = __shfl_sync(0xffffffffu, scl[1], (lane & ~3) | u);
+            const float sau = fmt_scale_of_bits(__shfl_sync(0xffffffffu, scl[0], (lane & ~3) | u));
+            const float sbu = fmt_scale_of_bits(__shfl_sync(0xffffffffu, scl[1], (lane & ~3) | u));
             const int gx = min(b0 + u, ge - 1);  // a staged group: finite fragments
             const uint4* xg = smem4 + (gx - s0) * NT * XQ * 32 + lane;
             // Step-major over all NT n-tiles, so that the NT accumulator chains interleave
