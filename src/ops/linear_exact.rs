@@ -1475,9 +1475,7 @@ fn block_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
     let slabs = |b: usize| Override {
         smem_budget: Some(b),
         max_grid: tile.persistent.then_some(5),
-        ks: None,
-        exact_tile: false,
-        k_ranges: None,
+        ..Override::default()
     };
     let mut cases: Vec<Case> = vec![(tt, 144, 64, plain)];
     match route.prologue {
@@ -1517,11 +1515,8 @@ fn block_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
             _ => (1536, 576),
         };
         let looped = Override {
-            smem_budget: None,
             max_grid: Some(7),
-            ks: None,
-            exact_tile: false,
-            k_ranges: None,
+            ..Override::default()
         };
         cases.push((hi, n, k, looped));
     }
@@ -1541,11 +1536,9 @@ fn ring_cases(route: &ExactRoute) -> Vec<Case> {
     let lo = if tt == 1 { 1 } else { tt / 2 + 1 };
     let plain = Override::default();
     let forced = |ks: u32, grid: u32| Override {
-        smem_budget: None,
         max_grid: Some(grid),
         ks: Some(ks),
-        exact_tile: false,
-        k_ranges: None,
+        ..Override::default()
     };
     let mut cases: Vec<Case> = Vec::new();
     match route.prologue {

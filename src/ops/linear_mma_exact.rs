@@ -493,26 +493,11 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 blas.gemm_bf16(gpu, &wdev[i % wsets], &xb, &mut yb, (t, n, k))
             })?;
             let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
-            let mma = ExactRoute {
-                format: fmt,
-                tt: mma_tt(t),
-                epilogue: Epilogue::None,
-                kernel: ExactKernel::Mma(mma_tile(mma_tt(t))),
-                prologue: PrologueKind::None,
-            };
-            for route in [mma, without_mma(fmt, t)] {
+            for route in [plain_mma_route(fmt, t), without_mma(fmt, t)] {
                 let us = median_batched_us(gpu, 15, |i| {
                     launch(gpu, &route, &weights[i % sets], xp, None, yp, t)
                 })?;
-                let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
-                let mut rec = ctx.record(
-                    what.clone(),
-                    route.spec().entry,
-                    format!("T={t} N={n} K={k}"),
-                    us,
-                    bytes,
-                    2.0 * (t * n * k) as f64,
-                );
+                let mut rec = gemv_record(ctx, &what, route.spec().entry, (t, n, k), &layout, us);
                 rec.peer = Some("cuBLAS bf16 (cublasGemmEx)".into());
                 rec.peer_median_us = Some(peer_us);
                 rec.speedup_vs_peer = Some(peer_us / us);
@@ -523,6 +508,37 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     records.extend(bench_k_ranges(ctx, filter)?);
     records.extend(bench_step_launches(ctx, filter)?);
     Ok(records)
+}
+
+/// The mma route for `t` columns with no prologue or epilogue (the benches' plain shape).
+fn plain_mma_route(format: &'static Format, t: usize) -> ExactRoute {
+    ExactRoute {
+        format,
+        tt: mma_tt(t),
+        epilogue: Epilogue::None,
+        kernel: ExactKernel::Mma(mma_tile(mma_tt(t))),
+        prologue: PrologueKind::None,
+    }
+}
+
+/// A GEMV bench record of `label` at `t` x `[n, k]`: the weights, x and y as its bytes.
+fn gemv_record(
+    ctx: &BenchCtx,
+    what: &str,
+    label: impl Into<String>,
+    (t, n, k): (usize, usize, usize),
+    layout: &Layout,
+    us: f64,
+) -> BenchRecord {
+    let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
+    ctx.record(
+        what.to_string(),
+        label,
+        format!("T={t} N={n} K={k}"),
+        us,
+        bytes,
+        2.0 * (t * n * k) as f64,
+    )
 }
 
 /// Copies of one random `[n, k]` weight in `fmt`, enough to rotate past L2 (a launch never
@@ -586,14 +602,13 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
                 t,
             )
         })?;
-        let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
-        records.push(ctx.record(
-            what.clone(),
+        records.push(gemv_record(
+            ctx,
+            &what,
             route.spec().entry,
-            format!("T={t} N={n} K={k}"),
+            (t, n, k),
+            &layout,
             us,
-            bytes,
-            2.0 * (t * n * k) as f64,
         ));
     }
     Ok(records)
@@ -620,24 +635,9 @@ fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecor
         let x = gpu.upload(&xs)?;
         let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
         let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
-        let route = ExactRoute {
-            format: q4,
-            tt: mma_tt(t),
-            epilogue: Epilogue::None,
-            kernel: ExactKernel::Mma(mma_tile(mma_tt(t))),
-            prologue: PrologueKind::None,
-        };
-        for kr in [
-            None,
-            Some(1),
-            Some(2),
-            Some(3),
-            Some(4),
-            Some(5),
-            Some(6),
-            Some(8),
-            Some(10),
-        ] {
+        let route = plain_mma_route(q4, t);
+        let forced = [1, 2, 3, 4, 5, 6, 8, 10].map(Some);
+        for kr in std::iter::once(None).chain(forced) {
             let over = Override {
                 k_ranges: kr,
                 ..Override::default()
@@ -659,15 +659,7 @@ fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecor
                 None => format!("{} k-ranges=plan", route.spec().entry),
                 Some(r) => format!("{} k-ranges={r}", route.spec().entry),
             };
-            let bytes = (layout.total_bytes + t * k * 4 + t * n * 4) as f64;
-            records.push(ctx.record(
-                what.clone(),
-                label,
-                format!("T={t} N={n} K={k}"),
-                us,
-                bytes,
-                2.0 * (t * n * k) as f64,
-            ));
+            records.push(gemv_record(ctx, &what, label, (t, n, k), &layout, us));
         }
     }
     Ok(records)
