@@ -18,7 +18,7 @@ G=.gpu/v25
 for b in main ring2; do xz -dc $G/$b.xz > /tmp/v25-$b && chmod +x /tmp/v25-$b; done
 export NINFER_REV="$(cat $G/REV)"
 export NINFER_CACHE_DIR=/tmp/v25-cache
-mkdir -p $NINFER_CACHE_DIR && for f in $G/kc-*.tgz; do tar xzf $f -C $NINFER_CACHE_DIR; done
+mkdir -p $NINFER_CACHE_DIR && for f in $G/kc-*.t?z; do tar xf $f -C $NINFER_CACHE_DIR; done
 V24=$PWD/$G/v24/templates
 O=/tmp/v25-out; rm -rf $O; mkdir -p $O
 { echo "revision: $NINFER_REV (main), + v24/xor-fold.patch (v24), + v23/ring2.patch (v23)"; date -u +%FT%TZ;
