@@ -378,16 +378,25 @@ pub fn ring_tiles(bits: u32, tt: u32) -> &'static [RingTile] {
     }
     // The 32-warp splits: one block an SM with twice the warps to hide latency (v22 found
     // the 16-warp T = 1 kernel issuing every 6.5 cycles a warp); they fit 64 registers at
-    // 4 rows (8-bit: 2) and one activation row staged for all 32 warps.
-    const Q4_T1: [RingTile; 5] = [
+    // 4 rows (8-bit: 2) and one activation row staged for all 32 warps. The 16-warp
+    // two-stage splits take half an SM's shared memory at K = 5120, so that under
+    // NINFER_RING_BLOCKS_PER_SM=1 the next launch's blocks fit beside the running ones.
+    const Q4_T1: [RingTile; 6] = [
         rt(8, 16, 2),
         rt(4, 16, 3),
         rt(4, 8, 4),
         rt(4, 16, 4),
         rt(4, 32, 2),
+        rt(4, 16, 2),
     ];
     const Q4_TN: [RingTile; 1] = [rt(4, 16, 3)];
-    const Q8_T1: [RingTile; 4] = [rt(2, 16, 3), rt(4, 8, 3), rt(2, 16, 4), rt(2, 32, 2)];
+    const Q8_T1: [RingTile; 5] = [
+        rt(2, 16, 3),
+        rt(4, 8, 3),
+        rt(2, 16, 4),
+        rt(2, 32, 2),
+        rt(2, 16, 2),
+    ];
     const Q8_TN: [RingTile; 1] = [rt(4, 8, 3)];
     match (bits, tt) {
         (4, 1) => &Q4_T1,
