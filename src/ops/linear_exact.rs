@@ -381,13 +381,15 @@ pub fn ring_tiles(bits: u32, tt: u32) -> &'static [RingTile] {
     // 4 rows (8-bit: 2) and one activation row staged for all 32 warps. The 16-warp
     // two-stage splits take half an SM's shared memory at K = 5120, so that under
     // NINFER_RING_BLOCKS_PER_SM=1 the next launch's blocks fit beside the running ones.
-    const Q4_T1: [RingTile; 6] = [
+    const Q4_T1: [RingTile; 8] = [
         rt(8, 16, 2),
         rt(4, 16, 3),
         rt(4, 8, 4),
         rt(4, 16, 4),
         rt(4, 32, 2),
         rt(4, 16, 2),
+        rt(4, 8, 2),
+        rt(2, 16, 2),
     ];
     const Q4_TN: [RingTile; 1] = [rt(4, 16, 3)];
     const Q8_T1: [RingTile; 5] = [
