@@ -106,11 +106,15 @@ pub fn short(route: &ExactRoute) -> String {
 }
 
 /// `route` with the split the table chose for its shape, where the table has one and
-/// `route` is the heuristics' route for its format, tile and epilogue, with no prologue.
-/// Tuning times the plain kernel, and a fused prologue costs the splits differently (the
-/// stream kernel's direct mode sums a norm's squares in one warp, the block-staged splits
+/// `route` is the heuristics' route for its format, tile, epilogue and prologue.
+/// Tuning times the plain kernel, and a fused prologue costs the stream kernel's splits
+/// differently (its direct mode sums a norm's squares in one warp, the block-staged splits
 /// behind a block barrier: run 12 measured SmolLM2's qkv projection with its RMSNorm
-/// slower on the plain shape's winner), so a prologue route keeps the heuristics' split.
+/// slower on the plain shape's winner), so a prologue route changes split only from one
+/// ring split to another: every ring split stages the whole row once per block with the
+/// prologue applied in that same pass, no barrier of its own, so the prologue adds one
+/// more row read per block to each (more with more blocks, which v30 measures on the 27B,
+/// whose qkv and gate_up carry the RMSNorm and its down projection the SwiGLU).
 /// A route the caller chose otherwise is left as it is.
 pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usize) {
     let Some(kernel) = table.exact(route.format, route.tt, n, k) else {
@@ -119,7 +123,11 @@ pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usi
     if kernel == route.kernel || route.kernel == ExactKernel::Gemv {
         return;
     }
-    if route.prologue != PrologueKind::None {
+    let ring_to_ring = matches!(
+        (route.kernel, kernel),
+        (ExactKernel::Ring(_), ExactKernel::Ring(_))
+    );
+    if route.prologue != PrologueKind::None && !ring_to_ring {
         return;
     }
     let heuristic = ExactRoute::choose_with(
@@ -195,7 +203,7 @@ mod tests {
         let mut r = c[c.len() - 1].clone();
         apply(&table, &mut r, 576, 576);
         assert_eq!(r, c[c.len() - 1]);
-        // A fused prologue keeps the heuristics' split: tuning timed the plain kernel.
+        // A fused prologue keeps the heuristics' stream split: tuning timed the plain kernel.
         for (prologue, epilogue) in [
             (
                 PrologueKind::RmsNorm(crate::ops::rmsnorm::NormWeight::Plain),
@@ -207,6 +215,54 @@ mod tests {
             let mut r = heuristic.clone();
             apply(&table, &mut r, 576, 576);
             assert_eq!(r, heuristic, "{prologue:?}");
+        }
+    }
+
+    #[test]
+    fn a_fused_prologue_takes_a_tuned_ring_split_from_the_default_ring_split() {
+        use crate::tune::{Profile, Route};
+        let f = q4();
+        let (n, k) = (10240, 5120);
+        let default = ExactRoute::choose(f, 1, Epilogue::None);
+        assert!(
+            matches!(default.kernel, ExactKernel::Ring(_)),
+            "{default:?}"
+        );
+        let tuned = candidates(f, 1)
+            .into_iter()
+            .find(|c| matches!(c.kernel, ExactKernel::Ring(_)) && c.kernel != default.kernel)
+            .expect("a second ring split");
+        let fp = crate::tune::Fingerprint {
+            name: "Test GPU".into(),
+            compute_capability: (9, 0),
+            sm_count: 1,
+            nvrtc_version: (13, 0),
+            template_set_hash: "t".into(),
+        };
+        let mut p = Profile::new(&fp);
+        p.set_route(Route {
+            key: key(f, 1, n, k).to_string(),
+            entry: tuned.spec().entry,
+            median_us: 1.0,
+            default_entry: default.spec().entry,
+            default_us: 2.0,
+            candidates: 2,
+            times_us: Vec::new(),
+        });
+        let (table, _) = super::super::RouteTable::from_profile(&p, std::path::Path::new("p"));
+        for (prologue, epilogue) in [
+            (
+                PrologueKind::RmsNorm(crate::ops::rmsnorm::NormWeight::Plain),
+                Epilogue::None,
+            ),
+            (PrologueKind::Swiglu, Epilogue::Residual),
+        ] {
+            let heuristic = ExactRoute::choose_with(f, 1, epilogue, prologue).unwrap();
+            assert!(matches!(heuristic.kernel, ExactKernel::Ring(_)));
+            let mut r = heuristic.clone();
+            apply(&table, &mut r, n, k);
+            assert_eq!(r.kernel, tuned.kernel, "{prologue:?}");
+            assert_eq!((r.prologue, r.epilogue), (prologue, epilogue));
         }
     }
 
