@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# v32 job (prepared 2026-11-30, not run): the ring GEMV hints its next L2_STAGES (3) stages
+# into L2 before the PDL wait (v32/l2-prefetch.patch, gemv_ring.cu only), against main, one
+# start. Stage with bench/kernels/v32/stage.sh; run with carry [".gpu"]. Steps, cut to LIMIT:
+#   qualify  the patched set: linear_exact_ring
+#   kernels  main and pf, A B A B: the T = 1 q4_g64 sweep (x20) and the fused launches
+#            ('linear_exact prologue q4_g64 x20', the 27B's and SmolLM2's)
+#   tune     scripts/gpu/tune.sh for the patched set (its own profile: a template edit
+#            voids the installed one)
+#   27b      the 27B, 1 and 8 lanes: pf with its profile, main with the installed one
+# Output: $OUT/v32.tgz (tune/run1.toml is the profile to install if pf lands); summary last.
+set -u
+T0=$(date +%s); LIMIT=${LIMIT:-585}
+left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
+t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+G=.gpu/v32
+B=/tmp/v32-ninfer
+xz -dc $G/ninfer.xz > $B && chmod +x $B
+export NINFER_REV="$(cat $G/REV)"
+export NINFER_CACHE_DIR=/tmp/v32-cache
+mkdir -p $NINFER_CACHE_DIR && for f in $G/kc-*.txz; do tar xf $f -C $NINFER_CACHE_DIR; done
+PF=$PWD/$G/pf/templates
+O=/tmp/v32-out; rm -rf $O; mkdir -p $O/tune
+{ echo "revision: $NINFER_REV (main), + v32/l2-prefetch.patch (pf)"; date -u +%FT%TZ;
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; } > $O/context.txt
+( sleep $((LIMIT - 8)); tar czf $OUT/partial.tgz -C /tmp v32-out ) > /dev/null 2>&1 &
+PARTIAL=$!
+run() { # run SET SECONDS CMD...
+  local s=$1 lim=$(left $2); shift 2
+  if [ $s = pf ]; then NINFER_TEMPLATES=$PF timeout $lim $B "$@"; else timeout $lim $B "$@"; fi
+}
+run pf 60 qualify --filter linear_exact_ring --json $O/qualify_pf.jsonl > $O/qualify_pf.txt 2>&1
+echo "qualify rc=$?" >> $O/qualify_pf.txt
+t qualify
+F="linear_exact q4_g64 x20 T=1 N=|linear_exact prologue q4_g64 x20"
+for i in 1 2; do for s in main pf; do
+  run $s 50 bench kernels --filter "$F" --json $O/bench_kernels_${s}_$i.jsonl >> $O/bench_kernels_$s.txt 2>&1
+  echo "rc=$?" >> $O/bench_kernels_$s.txt
+done; done
+t kernels
+NINFER_TEMPLATES=$PF OUT=$O/tune B=$B E2E_LONG=0 E2E_ROUNDS=1 timeout $(left 120) bash scripts/gpu/tune.sh > $O/tune.txt 2>&1
+echo "rc=$?" >> $O/tune.txt
+t tune
+BM="bench model --synthetic qwen3.6-27b --weights q4_g64 --prompt 16 --warmup 0 --decode-tokens 64 --lanes 1,8"
+for s in pf main; do
+  prof=tuning/nvidia-h200.toml; [ $s = pf ] && prof=$O/tune/run1.toml
+  echo "\$ ninfer $BM --profile ($s)" > $O/bench_27b_$s.txt
+  run $s 120 $BM --profile $prof --json $O/bench_27b_$s.jsonl >> $O/bench_27b_$s.txt 2>&1
+  echo "rc=$?" >> $O/bench_27b_$s.txt
+  t "27b $s"
+done
+pkill -P $PARTIAL sleep 2> /dev/null; kill $PARTIAL 2> /dev/null
+tar czf $OUT/v32.tgz -C /tmp v32-out
+echo "===== summary"
+cat $O/context.txt
+grep -E 'checks:|rc=' $O/qualify_pf.txt | tr '\n' ' '; echo
+python3 - "$O" <<'PY'
+import json, sys, collections
+o = sys.argv[1]
+d = collections.defaultdict(dict)
+for s in ("main", "pf"):
+    for i in (1, 2):
+        try:
+            for l in open(f"{o}/bench_kernels_{s}_{i}.jsonl"):
+                r = json.loads(l)
+                if "ring" in r["route"]:
+                    k = (r["route"].replace("linear_exact_ring_q4_g64_", "")[:34], r["shape"])
+                    d[k].setdefault(s, []).append(round(r["median_us"], 1))
+        except OSError:
+            pass
+for k, v in sorted(d.items()):
+    print(f"{k[0]:35} {k[1]:20}", " ".join(f"{s}={v.get(s)}" for s in ("main", "pf")))
+PY
+tail -4 $O/tune.txt
+for s in pf main; do echo "$s:"; grep -E '^decode  |rc=' $O/bench_27b_$s.txt | cut -c1-100; done
+t done
