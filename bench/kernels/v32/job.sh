@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# v32 job (prepared 2026-11-30, not run): the ring GEMV hints its next L2_STAGES (3) stages
-# into L2 before the PDL wait (v32/l2-prefetch.patch, gemv_ring.cu only), against main, one
-# start. Stage with bench/kernels/v32/stage.sh; run with carry [".gpu"]. Steps, cut to LIMIT:
-#   qualify  the patched set: linear_exact_ring
-#   kernels  main and pf, A B A B: the T = 1 q4_g64 sweep (x20) and the fused launches
-#            ('linear_exact prologue q4_g64 x20', the 27B's and SmolLM2's)
+# v32 job (prepared 2026-11-30, not run): the ring and mma GEMVs keep their weights hinted
+# into L2 ahead of what they load (v32/l2-prefetch.patch: gemv_ring.cu ~4 KB a warp past
+# its ring, gemv_mma.cu 16 groups past its buffers, the first of it before the PDL wait),
+# against main, one start. Stage with bench/kernels/v32/stage.sh; run with carry [".gpu"].
+# Steps, cut to LIMIT:
+#   qualify  the patched set: linear_exact_ring, linear_exact_mma
+#   kernels  main and pf, A B A B: the T = 1 q4_g64 sweep (x20), the fused launches
+#            ('linear_exact prologue q4_g64 x20') and the mma GEMV's q4 records (T = 1..32)
 #   tune     scripts/gpu/tune.sh for the patched set (its own profile: a template edit
 #            voids the installed one)
 #   27b      the 27B, 1 and 8 lanes: pf with its profile, main with the installed one
@@ -29,12 +31,12 @@ run() { # run SET SECONDS CMD...
   local s=$1 lim=$(left $2); shift 2
   if [ $s = pf ]; then NINFER_TEMPLATES=$PF timeout $lim $B "$@"; else timeout $lim $B "$@"; fi
 }
-run pf 60 qualify --filter linear_exact_ring --json $O/qualify_pf.jsonl > $O/qualify_pf.txt 2>&1
+run pf 90 qualify --filter linear_exact_ring,linear_exact_mma --json $O/qualify_pf.jsonl > $O/qualify_pf.txt 2>&1
 echo "qualify rc=$?" >> $O/qualify_pf.txt
 t qualify
-F="linear_exact q4_g64 x20 T=1 N=|linear_exact prologue q4_g64 x20"
+F="linear_exact q4_g64 x20 T=1 N=|linear_exact prologue q4_g64 x20|linear_exact_mma q4_g64 x20"
 for i in 1 2; do for s in main pf; do
-  run $s 50 bench kernels --filter "$F" --json $O/bench_kernels_${s}_$i.jsonl >> $O/bench_kernels_$s.txt 2>&1
+  run $s 60 bench kernels --filter "$F" --json $O/bench_kernels_${s}_$i.jsonl >> $O/bench_kernels_$s.txt 2>&1
   echo "rc=$?" >> $O/bench_kernels_$s.txt
 done; done
 t kernels
@@ -63,8 +65,8 @@ for s in ("main", "pf"):
         try:
             for l in open(f"{o}/bench_kernels_{s}_{i}.jsonl"):
                 r = json.loads(l)
-                if "ring" in r["route"]:
-                    k = (r["route"].replace("linear_exact_ring_q4_g64_", "")[:34], r["shape"])
+                if ("ring" in r["route"] or "mma" in r["route"]) and r["shape"].split()[0] in ("T=1", "T=8"):
+                    k = (r["route"].replace("linear_exact_", "")[:34], r["shape"])
                     d[k].setdefault(s, []).append(round(r["median_us"], 1))
         except OSError:
             pass
