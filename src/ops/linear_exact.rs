@@ -367,7 +367,9 @@ pub const RING_TT: [u32; 3] = [1, 2, 4];
 /// The ring kernel's splits per format width and column tile, the default first (all
 /// instantiated with both epilogues and the prologues, qualified, timed by the benchmark).
 /// 8-bit stages are twice the bytes, hence fewer warps or rows for the same ring. The T = 1
-/// defaults are the splits that won most of the 27B shapes in bench/kernels/v6/run1.
+/// defaults are the splits that won most of the 27B shapes in bench/kernels/v6/run1; since
+/// v28 the shallow `r4_w16_s2` / `r4_w8_s2` beat them at T = 1 on most shapes but the head
+/// and gate_up (34816 rows), which the tuning profile chooses per shape.
 pub fn ring_tiles(bits: u32, tt: u32) -> &'static [RingTile] {
     const fn rt(rows: u32, warps: u32, stages: u32) -> RingTile {
         RingTile {
@@ -376,11 +378,10 @@ pub fn ring_tiles(bits: u32, tt: u32) -> &'static [RingTile] {
             stages,
         }
     }
-    // The 32-warp splits: one block an SM with twice the warps to hide latency (v22 found
-    // the 16-warp T = 1 kernel issuing every 6.5 cycles a warp); they fit 64 registers at
-    // 4 rows (8-bit: 2) and one activation row staged for all 32 warps. The 16-warp
-    // two-stage splits take half an SM's shared memory at K = 5120, so that under
-    // NINFER_RING_BLOCKS_PER_SM=1 the next launch's blocks fit beside the running ones.
+    // Measured in bench/kernels v26-v28 (x20 chains): the 32-warp splits (twice the warps
+    // an SM, 64 registers) lose 5-10%; the two-stage ones, ~2 KB a warp in flight, win
+    // where the rows per block are few (17408x5120 16.9 -> 16.3 us, 4096x14336 12.8 ->
+    // 11.2); `r2_w16_s2` keeps too little in flight.
     const Q4_T1: [RingTile; 8] = [
         rt(8, 16, 2),
         rt(4, 16, 3),
