@@ -16,17 +16,10 @@
 # pick.txt names it); summary last.
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-585}
-left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
-t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+source scripts/gpu/job-lib.sh
+job_init v32 "(main), + v32/l2-prefetch.patch (pf), the same twice as deep (pf2)"
 G=.gpu/v32
-B=/tmp/v32-ninfer
-xz -dc $G/ninfer.xz > $B && chmod +x $B
-export NINFER_REV="$(cat $G/REV)"
-export NINFER_CACHE_DIR=/tmp/v32-cache
-mkdir -p $NINFER_CACHE_DIR && for f in $G/kc-*.txz; do tar xf $f -C $NINFER_CACHE_DIR; done
-O=/tmp/v32-out; rm -rf $O; mkdir -p $O/tune
-{ echo "revision: $NINFER_REV (main), + v32/l2-prefetch.patch (pf), the same twice as deep (pf2)"; date -u +%FT%TZ;
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; } > $O/context.txt
+mkdir -p $O/tune
 ( sleep $((LIMIT - 8)); tar czf $OUT/partial.tgz -C /tmp v32-out ) > /dev/null 2>&1 &
 PARTIAL=$!
 run() { # run SET SECONDS CMD... (SET: main, pf or pf2)
