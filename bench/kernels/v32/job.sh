@@ -37,24 +37,7 @@ for i in 1 2; do for s in main pf pf2; do
   echo "rc=$?" >> $O/bench_kernels_$s.txt
 done; done
 t kernels
-python3 - "$O" > $O/pick.txt <<'PY'
-import json, sys
-o = sys.argv[1]
-score = {}
-for s in ("pf", "pf2"):
-    tot, n = 0.0, 0
-    for i in (1, 2):
-        try:
-            for l in open(f"{o}/bench_kernels_{s}_{i}.jsonl"):
-                r = json.loads(l)
-                if ("prologue" in r["what"] and "(route)" in r["route"]) or (
-                    "mma" in r["route"] and r["shape"].startswith("T=8 ")):
-                    tot += r["median_us"]; n += 1
-        except OSError:
-            pass
-    score[s] = tot if n else float("inf")
-print(min(score, key=score.get), score)
-PY
+python3 scripts/gpu/ab_table.py --pick $O pf pf2 > $O/pick.txt
 P=$(cut -d' ' -f1 $O/pick.txt); [ -n "$P" ] || P=pf
 t "pick $P"
 NINFER_TEMPLATES=$PWD/$G/$P/templates OUT=$O/tune B=$B E2E_LONG=0 E2E_ROUNDS=1 timeout $(left 120) bash scripts/gpu/tune.sh > $O/tune.txt 2>&1
@@ -74,23 +57,7 @@ echo "===== summary"
 cat $O/context.txt
 for s in pf pf2; do echo "$s: $(grep -E 'checks:|rc=' $O/qualify_$s.txt | tr '\n' ' ')"; done
 cat $O/pick.txt
-python3 - "$O" <<'PY'
-import json, sys, collections
-o = sys.argv[1]
-d = collections.defaultdict(dict)
-for s in ("main", "pf", "pf2"):
-    for i in (1, 2):
-        try:
-            for l in open(f"{o}/bench_kernels_{s}_{i}.jsonl"):
-                r = json.loads(l)
-                if ("ring" in r["route"] or "mma" in r["route"]) and r["shape"].split()[0] in ("T=1", "T=8"):
-                    k = (r["route"].replace("linear_exact_", "")[:34], r["shape"])
-                    d[k].setdefault(s, []).append(round(r["median_us"], 1))
-        except OSError:
-            pass
-for k, v in sorted(d.items()):
-    print(f"{k[0]:35} {k[1]:20}", " ".join(f"{s}={v.get(s)}" for s in ("main", "pf", "pf2")))
-PY
+python3 scripts/gpu/ab_table.py $O main pf pf2
 tail -4 $O/tune.txt
 for s in $P main; do echo "$s:"; grep -E '^decode  |rc=' $O/bench_27b_$s.txt | cut -c1-100; done
 t done
