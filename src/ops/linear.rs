@@ -50,6 +50,9 @@ pub enum LinearTile {
     Gemv { tt: u32, rows: u32, warps: u32 },
     /// Tensor-core kernel: a `bm x bn` tile of Y per block, `wm x wn` warps.
     Mma { bm: u32, bn: u32, wm: u32, wn: u32 },
+    /// The pipelined tensor-core kernel (`linear/a16_pipe.cu`): the same tiling, two
+    /// stages in dynamic shared memory. 4- and 8-bit sym_int formats, no SwiGLU.
+    Pipe { bm: u32, bn: u32, wm: u32, wn: u32 },
     /// Tensor-core GEMV for up to `8 * nt` columns: 16 rows per block, `kw` warps splitting
     /// K, `unroll` groups per iteration. Formats with the lane-pairs interface only.
     Mmv { nt: u32, kw: u32, unroll: u32 },
@@ -87,6 +90,25 @@ pub fn stream_bf16_tile(tt: u32) -> super::linear_exact::StreamTile {
 pub const GEMV_TT: [u32; 4] = [1, 2, 4, 8];
 /// The tensor-core tiles that are instantiated: small T (decode with several lanes) and prefill.
 pub const MMA_TILES: [(u32, u32, u32, u32); 2] = [(32, 64, 1, 4), (64, 128, 2, 4)];
+/// The pipelined kernel's tiles (bm, bn, warps along T, warps along N), the prefill default
+/// first: warp tiles of 64x32, 32x32 and 64x64.
+pub const PIPE_TILES: [(u32, u32, u32, u32); 3] =
+    [(128, 128, 2, 4), (64, 128, 2, 4), (128, 256, 2, 4)];
+
+/// Whether the pipelined tensor-core kernel takes `format` with `epilogue`: 4- or 8-bit
+/// symmetric integers in groups of a multiple of 32, the plain and residual epilogues.
+pub fn pipe_supports(format: &Format, epilogue: Epilogue) -> bool {
+    format.kind == crate::formats::FormatKind::SymInt
+        && (format.bits == 4 || format.bits == 8)
+        && format.group.is_multiple_of(32)
+        && epilogue != Epilogue::Swiglu
+}
+
+/// Dynamic shared memory of a pipelined launch: two stages of a `bm x 64` X tile and a
+/// `bn x 64` W tile in bf16, rows padded to 72.
+fn pipe_smem(bm: u32, bn: u32) -> usize {
+    2 * (bm + bn) as usize * 72 * 2
+}
 
 /// One linear kernel instantiation.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,6 +135,15 @@ impl LinearRoute {
                 "linear_mma",
                 "linear/mma_tiled.cu",
                 format!("linear_mma_{f}_{e}_{bm}x{bn}_w{wm}x{wn}"),
+            )
+            .param("bm", bm)
+            .param("bn", bn)
+            .param("warps_m", wm)
+            .param("warps_n", wn),
+            LinearTile::Pipe { bm, bn, wm, wn } => KernelSpec::new(
+                "linear_pipe",
+                "linear/a16_pipe.cu",
+                format!("linear_pipe_{f}_{e}_{bm}x{bn}_w{wm}x{wn}"),
             )
             .param("bm", bm)
             .param("bn", bn)
@@ -175,6 +206,9 @@ impl LinearRoute {
         } else if t <= 32 {
             let (bm, bn, wm, wn) = MMA_TILES[0];
             LinearTile::Mma { bm, bn, wm, wn }
+        } else if pipe_supports(format, epilogue) {
+            let (bm, bn, wm, wn) = PIPE_TILES[0];
+            LinearTile::Pipe { bm, bn, wm, wn }
         } else {
             let (bm, bn, wm, wn) = MMA_TILES[1];
             LinearTile::Mma { bm, bn, wm, wn }
@@ -190,7 +224,7 @@ impl LinearRoute {
     fn max_columns(&self) -> usize {
         match self.tile {
             LinearTile::Gemv { tt, .. } => tt as usize,
-            LinearTile::Mma { .. } => usize::MAX,
+            LinearTile::Mma { .. } | LinearTile::Pipe { .. } => usize::MAX,
             LinearTile::Mmv { nt, .. } => 8 * nt as usize,
             LinearTile::Stream { tt, .. } => tt as usize,
         }
@@ -216,6 +250,15 @@ impl LinearRoute {
                     tile: LinearTile::Mma { bm, bn, wm, wn },
                     epilogue,
                 });
+            }
+            if pipe_supports(format, epilogue) {
+                for (bm, bn, wm, wn) in PIPE_TILES {
+                    routes.push(LinearRoute {
+                        format,
+                        tile: LinearTile::Pipe { bm, bn, wm, wn },
+                        epilogue,
+                    });
+                }
             }
             if super::linear_exact::stream_supports(format) && epilogue != Epilogue::Swiglu {
                 for tt in super::linear_exact::STREAM_TT {
@@ -303,6 +346,12 @@ pub fn launch(
             "the stream route takes sym_int formats and no SwiGLU"
         );
     }
+    if let LinearTile::Pipe { .. } = route.tile {
+        assert!(
+            pipe_supports(a.w.format, route.epilogue),
+            "the pipelined route takes 4- and 8-bit sym_int formats and no SwiGLU"
+        );
+    }
     let up = match route.epilogue {
         Epilogue::Swiglu => {
             let up = a.w_up.expect("a SwiGLU launch needs the up projection");
@@ -322,6 +371,9 @@ pub fn launch(
     }
     // The stream tile launches programmatically (its spec opts in); the others do not.
     let f = gpu.kernel(&route.spec())?;
+    if let LinearTile::Pipe { bm, bn, .. } = route.tile {
+        gpu.grant_shared_memory(f.function(), pipe_smem(bm, bn), &route.spec().entry)?;
+    }
     let (q, s) = a.w.planes(gpu);
     let (q2, s2) = up.planes(gpu);
     let stride_q = a.w.layout.q_row_bytes as i64;
@@ -358,6 +410,15 @@ pub fn launch(
                 ),
                 block_dim: (wm * wn * 32, 1, 1),
                 shared_mem_bytes: 0,
+            },
+            LinearTile::Pipe { bm, bn, wm, wn } => LaunchConfig {
+                grid_dim: (
+                    n.div_ceil(bn as usize) as u32,
+                    cols.div_ceil(bm as usize) as u32,
+                    1,
+                ),
+                block_dim: (wm * wn * 32, 1, 1),
+                shared_mem_bytes: pipe_smem(bm, bn) as u32,
             },
             LinearTile::Mmv { kw, .. } => LaunchConfig {
                 grid_dim: (n.div_ceil(16) as u32, 1, 1),
@@ -590,7 +651,7 @@ pub fn qualify(
                 ((tt / 2 + 1) as usize..=tt as usize).collect()
             }
             LinearTile::Mma { bm: 32, .. } => vec![9, 16, 17, 24, 32],
-            LinearTile::Mma { .. } => vec![33, 64, 100, 256],
+            LinearTile::Mma { .. } | LinearTile::Pipe { .. } => vec![33, 64, 100, 256],
             LinearTile::Mmv { nt, .. } => match nt {
                 1 => (1..=8).collect(),
                 2 => (9..=16).collect(),
@@ -665,6 +726,22 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 routes.push(stream);
             }
         }
+        // Prefill: every tensor-core tile beside the chosen one (the a16 tuner's candidates).
+        if t > 32 {
+            let mma = MMA_TILES.map(|(bm, bn, wm, wn)| LinearTile::Mma { bm, bn, wm, wn });
+            let pipe = PIPE_TILES.map(|(bm, bn, wm, wn)| LinearTile::Pipe { bm, bn, wm, wn });
+            let pipes = pipe_supports(fmt, Epilogue::None);
+            for tile in mma.into_iter().chain(pipe.into_iter().filter(|_| pipes)) {
+                let r = LinearRoute {
+                    format: fmt,
+                    tile,
+                    epilogue: Epilogue::None,
+                };
+                if !routes.contains(&r) {
+                    routes.push(r);
+                }
+            }
+        }
         let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
         let sets = rotation_sets(gpu, layout.total_bytes);
         let payload = random_payload(fmt, &layout, &mut rng);
@@ -736,6 +813,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn prefill_takes_the_pipelined_kernel_where_it_applies() {
+        for fmt in crate::formats::registry().iter() {
+            for e in Epilogue::ALL {
+                let pipes = pipe_supports(fmt, e);
+                assert_eq!(
+                    pipes,
+                    ["q4_g64", "q8_g32"].contains(&fmt.name.as_str()) && e != Epilogue::Swiglu,
+                    "{} {e:?}",
+                    fmt.name
+                );
+                for t in [33, 512, 4096] {
+                    let tile = LinearRoute::choose(fmt, t, e).tile;
+                    let (bm, bn, wm, wn) = if pipes { PIPE_TILES[0] } else { MMA_TILES[1] };
+                    let want = if pipes {
+                        LinearTile::Pipe { bm, bn, wm, wn }
+                    } else {
+                        LinearTile::Mma { bm, bn, wm, wn }
+                    };
+                    assert_eq!(tile, want, "{} {e:?} T={t}", fmt.name);
+                }
+            }
+        }
+        // Two stages of the default tile fit the opt-in shared memory of every sm_80+ GPU
+        // (99 KB on sm_86/sm_89), with room for a second block on sm_80 and sm_90.
+        let (bm, bn, ..) = PIPE_TILES[0];
+        assert!(pipe_smem(bm, bn) <= 99 * 1024);
+        assert!(PIPE_TILES
+            .iter()
+            .all(|&(bm, bn, ..)| pipe_smem(bm, bn) <= 227 * 1024));
     }
 
     #[test]

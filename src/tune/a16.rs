@@ -1,17 +1,20 @@
-//! The `linear_a16` route family: the tile of the tensor-core linear kernel with bf16
-//! activations (`linear/mma_tiled.cu`, [`LinearTile::Mma`]) that the engine's bf16 path
+//! The `linear_a16` route family: the tile of the tensor-core linear kernels with bf16
+//! activations (`linear/mma_tiled.cu`, [`LinearTile::Mma`]; `linear/a16_pipe.cu`,
+//! [`LinearTile::Pipe`], for the formats it takes) that the engine's bf16 path
 //! (`--activations bf16`) runs for more than 32 tokens, per weight format, prefill bucket and
-//! exact weight shape. The heuristics ([`LinearRoute::choose`]) take the larger of
-//! [`MMA_TILES`] there; a profile may name another.
+//! exact weight shape. The heuristics ([`LinearRoute::choose`]) take the first of
+//! [`PIPE_TILES`] where the pipelined kernel takes the format, else the larger of
+//! [`MMA_TILES`]; a profile may name another.
 //!
 //! Key: `linear_a16/<format>/t<bucket>/n<N>/k<K>`, where `bucket` is one of [`BUCKETS`]
 //! ([`bucket`]: the smallest that holds T, the largest for more tokens). The candidates are
-//! every tile of [`MMA_TILES`] with the plain epilogue, the heuristics' choice first; a
+//! every tile of [`MMA_TILES`] and, where it applies, of [`PIPE_TILES`], with the plain
+//! epilogue, the heuristics' choice first; a
 //! profile's entry is mapped back to a tile by comparing it with the candidates' entry
 //! names, never by reading the name.
 
 use crate::formats::Format;
-use crate::ops::linear::{Epilogue, LinearRoute, LinearTile, MMA_TILES};
+use crate::ops::linear::{pipe_supports, Epilogue, LinearRoute, LinearTile, MMA_TILES, PIPE_TILES};
 
 use super::bucket::ShapeKey;
 
@@ -73,16 +76,23 @@ pub fn tunable(n: usize, k: usize) -> bool {
     n > 0 && k > 0 && k.is_multiple_of(64)
 }
 
-/// The candidate routes for `format` (plain epilogue): every tile of [`MMA_TILES`], the
-/// heuristics' choice for more than 32 tokens first.
+/// The candidate routes for `format` (plain epilogue): every tile of [`MMA_TILES`] and,
+/// where the pipelined kernel takes the format, of [`PIPE_TILES`]; the heuristics' choice
+/// for more than 32 tokens first.
 pub fn candidates(format: &'static Format) -> Vec<LinearRoute> {
     let base = LinearRoute::choose(format, MIN_T, Epilogue::None);
-    debug_assert!(matches!(base.tile, LinearTile::Mma { .. }));
+    debug_assert!(matches!(
+        base.tile,
+        LinearTile::Mma { .. } | LinearTile::Pipe { .. }
+    ));
+    let mma = MMA_TILES.map(|(bm, bn, wm, wn)| LinearTile::Mma { bm, bn, wm, wn });
+    let pipe = PIPE_TILES.map(|(bm, bn, wm, wn)| LinearTile::Pipe { bm, bn, wm, wn });
+    let pipes = pipe_supports(format, Epilogue::None);
     let mut v = vec![base];
-    for (bm, bn, wm, wn) in MMA_TILES {
+    for tile in mma.into_iter().chain(pipe.into_iter().filter(|_| pipes)) {
         let r = LinearRoute {
             format,
-            tile: LinearTile::Mma { bm, bn, wm, wn },
+            tile,
             epilogue: Epilogue::None,
         };
         if !v.contains(&r) {
@@ -104,6 +114,7 @@ pub fn tile_for(format: &'static Format, entry: &str) -> Option<LinearTile> {
 pub fn short(route: &LinearRoute) -> String {
     match route.tile {
         LinearTile::Mma { bm, bn, wm, wn } => format!("{bm}x{bn}_w{wm}x{wn}"),
+        LinearTile::Pipe { bm, bn, wm, wn } => format!("pipe_{bm}x{bn}_w{wm}x{wn}"),
         _ => route.spec().entry,
     }
 }
@@ -213,11 +224,20 @@ mod tests {
                 LinearRoute::choose(f, MIN_T, Epilogue::None),
                 "{name}"
             );
-            assert_eq!(c.len(), MMA_TILES.len(), "{name}");
+            let pipes = pipe_supports(f, Epilogue::None);
+            assert_eq!(pipes, name == "q4_g64" || name == "q8_g32", "{name}");
+            let want = MMA_TILES.len() + if pipes { PIPE_TILES.len() } else { 0 };
+            assert_eq!(c.len(), want, "{name}");
             for (bm, bn, wm, wn) in MMA_TILES {
                 assert!(c
                     .iter()
                     .any(|r| r.tile == LinearTile::Mma { bm, bn, wm, wn }));
+            }
+            for (bm, bn, wm, wn) in PIPE_TILES {
+                let has = c
+                    .iter()
+                    .any(|r| r.tile == LinearTile::Pipe { bm, bn, wm, wn });
+                assert_eq!(has, pipes, "{name}");
             }
             let mut entries: Vec<String> = c.iter().map(|r| r.spec().entry).collect();
             assert!(c.iter().all(|r| r.epilogue == Epilogue::None));

@@ -1,0 +1,236 @@
+{#
+  Tiled linear on tensor cores with a two-stage pipeline (the A16 route for 4- and 8-bit
+  symmetric integer weights): Y[T,N] = X[T,K] * W[N,K]^T (+ residual), X and Y bf16, f32
+  accumulation. The same arguments and results as linear/mma_tiled.cu (every weight is
+  rounded once to bf16 from its exact f32 value scale * q, as there); built to keep the
+  tensor cores fed where that kernel waits on each K step's loads and decodes a group per
+  thread.
+
+  A block computes a BM x BN tile of Y (BM along T, BN along N), K in steps of BK = 64.
+  Shared memory holds two stages, each an X tile (BM x 64 bf16) and the W tile decoded to
+  bf16 (BN x 64), rows padded by 8 bf16 (144-byte rows: the eight rows of an ldmatrix
+  fall in distinct banks). While the warps multiply stage s, the X tile of step s + 1
+  is in flight by cp.async and each thread holds the raw bytes of its 32-weight chunks of
+  W for step s + 1 in registers (loaded before the multiply, decoded after it, so the
+  loads' latency hides behind the multiply); one barrier per step.
+
+  Decoding a chunk (32 weights of one row, one scale: FMT_GROUP a multiple of 32): the
+  code n = q + 2^(B-1) placed in the mantissa of 2^23 gives 2^23 + n exactly, less
+  2^23 + 2^(B-1) is q in f32; q * scale is exact in f32 (an f16 scale and a code of at most
+  8 bits) and is rounded once to bf16.
+
+  Warps: WARPS_M x WARPS_N, each a WM x WN sub-tile (MT x NT mma tiles of 16 x 8); A and B
+  fragments by ldmatrix.x4. Rows past T are zero (cp.async's zero fill); rows past N
+  decode row N - 1 and are not stored.
+
+  Params: format (sym_int, 4 or 8 bits), bm, bn, warps_m, warps_n, epilogue ("none" |
+  "residual"). Needs K % 64 == 0. Dynamic shared memory: 2 * (BM + BN) * 72 * 2 bytes.
+#}
+{% include "common/types.cuh" %}
+{% include "common/mma.cuh" %}
+{{ format_code }}
+
+#define BM {{ bm }}
+#define BN {{ bn }}
+#define BK 64
+#define WARPS_M {{ warps_m }}
+#define WARPS_N {{ warps_n }}
+#define WM (BM / WARPS_M)
+#define WN (BN / WARPS_N)
+#define MT (WM / 16)
+#define NT (WN / 8)
+#define LDS (BK + 8)
+#define THREADS (WARPS_M * WARPS_N * 32)
+#define CHUNK 32                                   // weights per decoded chunk
+#define CHUNK_BYTES (CHUNK * FMT_BITS / 8)         // 16 (4-bit) or 32 (8-bit)
+#define CHUNK_VECS (CHUNK_BYTES / 16)
+#define CHUNKS (BN * BK / CHUNK)                   // chunks of a W tile
+#define CPT (CHUNKS / THREADS)                     // chunks per thread and step
+#define XVECS (BM * BK / 8)                        // 16-byte pieces of an X tile
+// Two blocks an SM up to 128 x 128 tiles (at most 128 registers a thread), so that one
+// block's barrier and loads overlap the other's multiplies; one above (64 x 64 warp tiles).
+#define MIN_BLOCKS (BM * BN <= 128 * 128 ? 2 : 1)
+#if FMT_BITS != 4 && FMT_BITS != 8
+#error "a16_pipe takes 4- and 8-bit codes"
+#endif
+#if FMT_GROUP % CHUNK != 0
+#error "a16_pipe needs groups of a multiple of 32 weights"
+#endif
+#if CHUNKS % THREADS != 0 || XVECS % THREADS != 0 || NT % 2 != 0
+#error "a16_pipe: the tile does not divide among the threads"
+#endif
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool fill) {
+    const u32 d = (u32)__cvta_generic_to_shared(smem);
+    const int n = fill ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(gmem), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+__device__ __forceinline__ void ldmatrix_x4(u32* r, const bf16_t* p) {
+    const u32 a = (u32)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3 }, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// The 32 weights of a chunk (raw little-endian words, scale d) as 16 bf16x2, in order.
+__device__ __forceinline__ void decode_chunk(const uint4 (&raw)[CHUNK_VECS], float d, u32* out) {
+    const u32* w = (const u32*)raw;
+    constexpr int PER = 32 / FMT_BITS;                       // codes per word
+    constexpr u32 MASK = (1u << FMT_BITS) - 1u;
+    constexpr u32 FLIP = FMT_BITS == 4 ? 0x88888888u : 0x80808080u;
+    constexpr float BIAS = 8388608.0f + (float)(1u << (FMT_BITS - 1));
+#pragma unroll
+    for (int i = 0; i < CHUNK_BYTES / 4; ++i) {
+        const u32 v = w[i] ^ FLIP;  // offset binary: n = q + 2^(B-1)
+#pragma unroll
+        for (int j = 0; j < PER; j += 2) {
+            const float lo = __int_as_float(0x4B000000u | ((v >> (j * FMT_BITS)) & MASK)) - BIAS;
+            const float hi = __int_as_float(0x4B000000u | ((v >> ((j + 1) * FMT_BITS)) & MASK)) - BIAS;
+            out[(i * PER + j) / 2] = pack_bf16x2(__fmul_rn(d, lo), __fmul_rn(d, hi));
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+{{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
+                  const u8* __restrict__ q2, const u8* __restrict__ s2,
+                  long long q_row_bytes, long long s_row_bytes,
+                  const bf16_t* __restrict__ x,
+                  const bf16_t* residual,
+                  bf16_t* y,
+                  int T, int N, int K)
+{
+    extern __shared__ uint4 smem4[];
+    bf16_t* xs = (bf16_t*)smem4;          // [2][BM][LDS]
+    bf16_t* ws = xs + 2 * BM * LDS;       // [2][BN][LDS]
+
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int g = lane >> 2;
+    const int t4 = lane & 3;
+    const int wm = warp / WARPS_N;
+    const int wn = warp % WARPS_N;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * BN;
+    const int steps = K / BK;
+
+    // This thread's chunks of each W tile: chunk c = threadIdx.x + i * THREADS is row
+    // c / 2, half c % 2 (BK = 2 chunks a row).
+    const u8* qrow[CPT];
+    const u8* srow[CPT];
+#pragma unroll
+    for (int i = 0; i < CPT; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        const int row = min(n0 + (c >> 1), N - 1);
+        qrow[i] = q + (long long)row * q_row_bytes + (c & 1) * CHUNK_BYTES;
+        srow[i] = s + (long long)row * s_row_bytes;
+    }
+    uint4 raw[CPT][CHUNK_VECS];
+    float scl[CPT];
+    auto load_w = [&](int step) {
+#pragma unroll
+        for (int i = 0; i < CPT; ++i) {
+            const u8* p = qrow[i] + (long long)step * (BK * FMT_BITS / 8);
+#pragma unroll
+            for (int v = 0; v < CHUNK_VECS; ++v) raw[i][v] = __ldg((const uint4*)p + v);
+            const int c = threadIdx.x + i * THREADS;
+            scl[i] = fmt_group_scale(srow[i], (step * BK + (c & 1) * CHUNK) / FMT_GROUP);
+        }
+    };
+    auto store_w = [&](int stage) {
+#pragma unroll
+        for (int i = 0; i < CPT; ++i) {
+            const int c = threadIdx.x + i * THREADS;
+            u32 o[16];
+            decode_chunk(raw[i], scl[i], o);
+            uint4* d = (uint4*)(ws + (stage * BN + (c >> 1)) * LDS + (c & 1) * CHUNK);
+#pragma unroll
+            for (int v = 0; v < 4; ++v) d[v] = make_uint4(o[4 * v], o[4 * v + 1], o[4 * v + 2], o[4 * v + 3]);
+        }
+    };
+    auto load_x = [&](int step, int stage) {
+#pragma unroll
+        for (int i = 0; i < XVECS / THREADS; ++i) {
+            const int v = threadIdx.x + i * THREADS;
+            const int r = v / (BK / 8);
+            const int c = (v % (BK / 8)) * 8;
+            const bool in = m0 + r < T;
+            const bf16_t* src = x + (in ? (long long)(m0 + r) * K + step * BK + c : 0);
+            cp_async16(xs + (stage * BM + r) * LDS + c, src, in);
+        }
+        cp_async_commit();
+    };
+
+    MmaAccum16x8 acc[MT][NT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) mma_zero(acc[i][j]);
+
+    // ldmatrix addresses: lane l gives row l % 16 of the A tile at column 8 (l / 16); and
+    // row (l % 8) + 8 (l / 16) of the B tile at column 8 ((l / 8) % 2).
+    const int a_row = wm * WM + (lane & 15);
+    const int a_col = (lane >> 4) * 8;
+    const int b_row = wn * WN + (lane & 7) + (lane >> 4) * 8;
+    const int b_col = ((lane >> 3) & 1) * 8;
+
+    load_x(0, 0);
+    load_w(0);
+    store_w(0);
+    cp_async_wait_all();
+    __syncthreads();
+
+    for (int st = 0; st < steps; ++st) {
+        const int cur = st & 1;
+        const bool more = st + 1 < steps;
+        if (more) {
+            load_x(st + 1, cur ^ 1);
+            load_w(st + 1);
+        }
+        const bf16_t* xa = xs + (cur * BM + a_row) * LDS + a_col;
+        const bf16_t* wb = ws + (cur * BN + b_row) * LDS + b_col;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            u32 af[MT][4];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], xa + i * 16 * LDS + kk);
+#pragma unroll
+            for (int j = 0; j < NT; j += 2) {
+                u32 bf[4];  // n-tiles j and j + 1: (b0, b1) each
+                ldmatrix_x4(bf, wb + j * 8 * LDS + kk);
+#pragma unroll
+                for (int i = 0; i < MT; ++i) {
+                    mma_bf16_16x8x16(acc[i][j], af[i], bf);
+                    mma_bf16_16x8x16(acc[i][j + 1], af[i], bf + 2);
+                }
+            }
+        }
+        if (more) store_w(cur ^ 1);  // the other stage: read by no warp since the last barrier
+        cp_async_wait_all();
+        __syncthreads();
+    }
+
+    // Accumulator element e of tile (i, j): row g (+8 for e >= 2), column 2*t4 + (e & 1).
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int row = m0 + wm * WM + i * 16 + g + (e >= 2 ? 8 : 0);
+                const int col = n0 + wn * WN + j * 8 + 2 * t4 + (e & 1);
+                if (row < T && col < N) {
+                    float v = acc[i][j].c[e];
+                    const long long o = (long long)row * N + col;
+{%- if epilogue == "residual" %}
+                    v += bf16_to_f32(residual[o]);
+{%- endif %}
+                    y[o] = f32_to_bf16(v);
+                }
+            }
+        }
+    }
+}
