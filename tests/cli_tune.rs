@@ -255,12 +255,12 @@ fn dry_run_lists_linear_a16_keys_only_when_asked() {
         "{stdout}"
     );
     assert!(!stdout.contains("attn_split/"), "{stdout}");
-    // The heuristics' tile is listed as the default.
+    // The heuristics' tile is listed as the default: q4_g64 takes the pipelined kernel.
     let line = stdout
         .lines()
         .find(|l| l.starts_with("linear_a16/q4_g64/t64/n960/k576"))
         .unwrap();
-    assert!(line.ends_with("64x128_w2x4"), "{line}");
+    assert!(line.ends_with(" pipe_128x128_w2x4"), "{line}");
     assert!(
         stderr.contains("linear shapes for linear_a16 in q4_g64"),
         "{stderr}"
