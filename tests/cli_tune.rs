@@ -260,7 +260,7 @@ fn dry_run_lists_linear_a16_keys_only_when_asked() {
         .lines()
         .find(|l| l.starts_with("linear_a16/q4_g64/t64/n960/k576"))
         .unwrap();
-    assert!(line.ends_with(" pipe_128x128_w2x4"), "{line}");
+    assert!(line.ends_with(" pipe_256x128_w4x4"), "{line}");
     assert!(
         stderr.contains("linear shapes for linear_a16 in q4_g64"),
         "{stderr}"

@@ -91,9 +91,11 @@ pub const GEMV_TT: [u32; 4] = [1, 2, 4, 8];
 /// The tensor-core tiles that are instantiated: small T (decode with several lanes) and prefill.
 pub const MMA_TILES: [(u32, u32, u32, u32); 2] = [(32, 64, 1, 4), (64, 128, 2, 4)];
 /// The pipelined kernel's tiles (bm, bn, warps along T, warps along N), the prefill default
-/// first: warp tiles of 64x32, 32x32 and 64x64.
+/// first: warp tiles of 64x32 (16 warps, one block an SM: bench/kernels v36), 32x32 (8
+/// warps; the tile for GPUs whose blocks cannot have the default's shared memory, see
+/// [`launch`]) and 64x32 (8 warps).
 pub const PIPE_TILES: [(u32, u32, u32, u32); 3] =
-    [(128, 128, 2, 4), (64, 128, 2, 4), (128, 256, 2, 4)];
+    [(256, 128, 4, 4), (64, 128, 2, 4), (128, 128, 2, 4)];
 
 /// Whether the pipelined tensor-core kernel takes `format` with `epilogue`: 4- or 8-bit
 /// symmetric integers in groups of a multiple of 32, the plain and residual epilogues.
@@ -104,10 +106,10 @@ pub fn pipe_supports(format: &Format, epilogue: Epilogue) -> bool {
         && epilogue != Epilogue::Swiglu
 }
 
-/// Dynamic shared memory of a pipelined launch: two stages of a `bm x 64` X tile and a
+/// Dynamic shared memory of a pipelined launch: three stages of a `bm x 64` X tile and a
 /// `bn x 64` W tile in bf16, rows padded to 72.
 fn pipe_smem(bm: u32, bn: u32) -> usize {
-    2 * (bm + bn) as usize * 72 * 2
+    3 * (bm + bn) as usize * 72 * 2
 }
 
 /// One linear kernel instantiation.
@@ -369,6 +371,22 @@ pub fn launch(
             "a residual launch needs [T, N] residuals"
         );
     }
+    // A pipelined tile whose stages do not fit this GPU's blocks (sm_86 and sm_89 opt in to
+    // 99 KB) runs as the smallest pipelined tile, which fits every sm_80+ GPU.
+    let fitted;
+    let route = match route.tile {
+        LinearTile::Pipe { bm, bn, .. }
+            if pipe_smem(bm, bn) > gpu.props().smem_per_block_optin as usize =>
+        {
+            let (bm, bn, wm, wn) = PIPE_TILES[1];
+            fitted = LinearRoute {
+                tile: LinearTile::Pipe { bm, bn, wm, wn },
+                ..route.clone()
+            };
+            &fitted
+        }
+        _ => route,
+    };
     // The stream tile launches programmatically (its spec opts in); the others do not.
     let f = gpu.kernel(&route.spec())?;
     if let LinearTile::Pipe { bm, bn, .. } = route.tile {
@@ -838,9 +856,8 @@ mod tests {
                 }
             }
         }
-        // Two stages of the default tile fit the opt-in shared memory of every sm_80+ GPU
-        // (99 KB on sm_86/sm_89), with room for a second block on sm_80 and sm_90.
-        let (bm, bn, ..) = PIPE_TILES[0];
+        // The fallback tile fits the 99 KB blocks of sm_86 and sm_89, every tile sm_90's.
+        let (bm, bn, ..) = PIPE_TILES[1];
         assert!(pipe_smem(bm, bn) <= 99 * 1024);
         assert!(PIPE_TILES
             .iter()

@@ -1,5 +1,5 @@
 {#
-  Tiled linear on tensor cores with a two-stage pipeline (the A16 route for 4- and 8-bit
+  Tiled linear on tensor cores with a three-stage pipeline (the A16 route for 4- and 8-bit
   symmetric integer weights): Y[T,N] = X[T,K] * W[N,K]^T (+ residual), X and Y bf16, f32
   accumulation. The same arguments and results as linear/mma_tiled.cu (every weight is
   rounded once to bf16 from its exact f32 value scale * q, as there); built to keep the
@@ -7,12 +7,13 @@
   thread.
 
   A block computes a BM x BN tile of Y (BM along T, BN along N), K in steps of BK = 64.
-  Shared memory holds two stages, each an X tile (BM x 64 bf16) and the W tile decoded to
+  Shared memory holds three stages, each an X tile (BM x 64 bf16) and the W tile decoded to
   bf16 (BN x 64), rows padded by 8 bf16 (144-byte rows: the eight rows of an ldmatrix
-  fall in distinct banks). While the warps multiply stage s, the X tile of step s + 1
-  is in flight by cp.async and each thread holds the raw bytes of its 32-weight chunks of
-  W for step s + 1 in registers (loaded before the multiply, decoded after it, so the
-  loads' latency hides behind the multiply); one barrier per step.
+  fall in distinct banks). While the warps multiply step s: the X tile of step s + 2 is in
+  flight by cp.async; each thread's raw 32-weight W chunks of step s + 2 are in flight into
+  registers; and the chunks of step s + 1 (loaded during step s - 1) are decoded and stored
+  a quarter per k16 slice, between the slice's mmas, so that the decode's ALU work issues
+  beside the tensor cores' instead of after them. One barrier per step.
 
   Decoding a chunk (32 weights of one row, one scale: FMT_GROUP a multiple of 32): the
   code n = q + 2^(B-1) placed in the mantissa of 2^23 gives 2^23 + n exactly, less
@@ -24,7 +25,7 @@
   decode row N - 1 and are not stored.
 
   Params: format (sym_int, 4 or 8 bits), bm, bn, warps_m, warps_n, epilogue ("none" |
-  "residual"). Needs K % 64 == 0. Dynamic shared memory: 2 * (BM + BN) * 72 * 2 bytes.
+  "residual"). Needs K % 64 == 0. Dynamic shared memory: 3 * (BM + BN) * 72 * 2 bytes.
 #}
 {% include "common/types.cuh" %}
 {% include "common/mma.cuh" %}
@@ -45,18 +46,19 @@
 #define CHUNK_BYTES (CHUNK * FMT_BITS / 8)         // 16 (4-bit) or 32 (8-bit)
 #define CHUNK_VECS (CHUNK_BYTES / 16)
 #define CHUNKS (BN * BK / CHUNK)                   // chunks of a W tile
-#define CPT (CHUNKS / THREADS)                     // chunks per thread and step
+#define CPT ((CHUNKS + THREADS - 1) / THREADS)     // chunks per thread and step
 #define XVECS (BM * BK / 8)                        // 16-byte pieces of an X tile
-// Two blocks an SM up to 128 x 128 tiles (at most 128 registers a thread), so that one
-// block's barrier and loads overlap the other's multiplies; one above (64 x 64 warp tiles).
-#define MIN_BLOCKS (BM * BN <= 128 * 128 ? 2 : 1)
+#define STAGES 3
+// Up to 256 threads, two blocks an SM (at most 128 registers a thread), so that one
+// block's barrier overlaps the other's multiplies; 512-thread blocks are one an SM.
+#define MIN_BLOCKS (THREADS <= 256 && BM * BN <= 128 * 128 ? 2 : 1)
 #if FMT_BITS != 4 && FMT_BITS != 8
 #error "a16_pipe takes 4- and 8-bit codes"
 #endif
 #if FMT_GROUP % CHUNK != 0
 #error "a16_pipe needs groups of a multiple of 32 weights"
 #endif
-#if CHUNKS % THREADS != 0 || XVECS % THREADS != 0 || NT % 2 != 0
+#if (CHUNKS % THREADS != 0 && THREADS % CHUNKS != 0) || XVECS % THREADS != 0 || NT % 2 != 0
 #error "a16_pipe: the tile does not divide among the threads"
 #endif
 
@@ -67,6 +69,8 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool fi
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// Every group but the newest complete.
+__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 __device__ __forceinline__ void ldmatrix_x4(u32* r, const bf16_t* p) {
     const u32 a = (u32)__cvta_generic_to_shared(p);
@@ -75,23 +79,25 @@ __device__ __forceinline__ void ldmatrix_x4(u32* r, const bf16_t* p) {
                  : "r"(a));
 }
 
-// The 32 weights of a chunk (raw little-endian words, scale d) as 16 bf16x2, in order.
-__device__ __forceinline__ void decode_chunk(const uint4 (&raw)[CHUNK_VECS], float d, u32* out) {
+// Weights [8 v, 8 v + 8) of a chunk (raw little-endian words, scale d) as 4 bf16x2, in
+// order: one 16-byte piece of the decoded row.
+__device__ __forceinline__ uint4 decode_piece(const uint4 (&raw)[CHUNK_VECS], float d, int v) {
     const u32* w = (const u32*)raw;
     constexpr int PER = 32 / FMT_BITS;                       // codes per word
     constexpr u32 MASK = (1u << FMT_BITS) - 1u;
     constexpr u32 FLIP = FMT_BITS == 4 ? 0x88888888u : 0x80808080u;
     constexpr float BIAS = 8388608.0f + (float)(1u << (FMT_BITS - 1));
+    u32 o[4];
 #pragma unroll
-    for (int i = 0; i < CHUNK_BYTES / 4; ++i) {
-        const u32 v = w[i] ^ FLIP;  // offset binary: n = q + 2^(B-1)
-#pragma unroll
-        for (int j = 0; j < PER; j += 2) {
-            const float lo = __int_as_float(0x4B000000u | ((v >> (j * FMT_BITS)) & MASK)) - BIAS;
-            const float hi = __int_as_float(0x4B000000u | ((v >> ((j + 1) * FMT_BITS)) & MASK)) - BIAS;
-            out[(i * PER + j) / 2] = pack_bf16x2(__fmul_rn(d, lo), __fmul_rn(d, hi));
-        }
+    for (int p = 0; p < 4; ++p) {
+        const int e = 8 * v + 2 * p;                         // the pair's first weight
+        const u32 lw = w[e / PER] ^ FLIP;                    // offset binary: n = q + 2^(B-1)
+        const u32 hw = w[(e + 1) / PER] ^ FLIP;
+        const float lo = __int_as_float(0x4B000000u | ((lw >> ((e % PER) * FMT_BITS)) & MASK)) - BIAS;
+        const float hi = __int_as_float(0x4B000000u | ((hw >> (((e + 1) % PER) * FMT_BITS)) & MASK)) - BIAS;
+        o[p] = pack_bf16x2(__fmul_rn(d, lo), __fmul_rn(d, hi));
     }
+    return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -104,8 +110,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
                   int T, int N, int K)
 {
     extern __shared__ uint4 smem4[];
-    bf16_t* xs = (bf16_t*)smem4;          // [2][BM][LDS]
-    bf16_t* ws = xs + 2 * BM * LDS;       // [2][BN][LDS]
+    bf16_t* xs = (bf16_t*)smem4;            // [STAGES][BM][LDS]
+    bf16_t* ws = xs + STAGES * BM * LDS;    // [STAGES][BN][LDS]
 
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
@@ -117,38 +123,39 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const int n0 = blockIdx.x * BN;
     const int steps = K / BK;
 
-    // This thread's chunks of each W tile: chunk c = threadIdx.x + i * THREADS is row
-    // c / 2, half c % 2 (BK = 2 chunks a row).
+    // This thread's chunks of each W tile: chunk c = threadIdx.x + i * THREADS (c < CHUNKS)
+    // is row c / 2, half c % 2 (BK = 2 chunks a row).
     const u8* qrow[CPT];
     const u8* srow[CPT];
 #pragma unroll
     for (int i = 0; i < CPT; ++i) {
-        const int c = threadIdx.x + i * THREADS;
+        const int c = min(threadIdx.x + i * THREADS, CHUNKS - 1);
         const int row = min(n0 + (c >> 1), N - 1);
         qrow[i] = q + (long long)row * q_row_bytes + (c & 1) * CHUNK_BYTES;
         srow[i] = s + (long long)row * s_row_bytes;
     }
-    uint4 raw[CPT][CHUNK_VECS];
-    float scl[CPT];
-    auto load_w = [&](int step) {
+    // Two register sets of raw chunks: `next` (step s + 1, decoded during step s) and
+    // `ahead` (step s + 2, in flight during step s).
+    uint4 next[CPT][CHUNK_VECS], ahead[CPT][CHUNK_VECS];
+    float next_d[CPT], ahead_d[CPT];
+    auto load_w = [&](int step, uint4 (&raw)[CPT][CHUNK_VECS], float (&d)[CPT]) {
 #pragma unroll
         for (int i = 0; i < CPT; ++i) {
             const u8* p = qrow[i] + (long long)step * (BK * FMT_BITS / 8);
 #pragma unroll
             for (int v = 0; v < CHUNK_VECS; ++v) raw[i][v] = __ldg((const uint4*)p + v);
             const int c = threadIdx.x + i * THREADS;
-            scl[i] = fmt_group_scale(srow[i], (step * BK + (c & 1) * CHUNK) / FMT_GROUP);
+            d[i] = fmt_group_scale(srow[i], (step * BK + (c & 1) * CHUNK) / FMT_GROUP);
         }
     };
-    auto store_w = [&](int stage) {
+    // Piece v (weights [8 v, 8 v + 8)) of each of this thread's chunks into stage `stage`.
+    auto store_piece = [&](const uint4 (&raw)[CPT][CHUNK_VECS], const float (&d)[CPT], int stage, int v) {
 #pragma unroll
         for (int i = 0; i < CPT; ++i) {
             const int c = threadIdx.x + i * THREADS;
-            u32 o[16];
-            decode_chunk(raw[i], scl[i], o);
-            uint4* d = (uint4*)(ws + (stage * BN + (c >> 1)) * LDS + (c & 1) * CHUNK);
-#pragma unroll
-            for (int v = 0; v < 4; ++v) d[v] = make_uint4(o[4 * v], o[4 * v + 1], o[4 * v + 2], o[4 * v + 3]);
+            if (CHUNKS % THREADS == 0 || c < CHUNKS)
+                *(uint4*)(ws + (stage * BN + (c >> 1)) * LDS + (c & 1) * CHUNK + 8 * v) =
+                    decode_piece(raw[i], d[i], v);
         }
     };
     auto load_x = [&](int step, int stage) {
@@ -161,7 +168,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
             const bf16_t* src = x + (in ? (long long)(m0 + r) * K + step * BK + c : 0);
             cp_async16(xs + (stage * BM + r) * LDS + c, src, in);
         }
-        cp_async_commit();
     };
 
     MmaAccum16x8 acc[MT][NT];
@@ -177,40 +183,58 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const int b_row = wn * WN + (lane & 7) + (lane >> 4) * 8;
     const int b_col = ((lane >> 3) & 1) * 8;
 
+    // Prologue: X of steps 0 and 1 in flight (one cp.async group each), W of step 0
+    // decoded, W of step 1 in registers.
     load_x(0, 0);
-    load_w(0);
-    store_w(0);
-    cp_async_wait_all();
+    cp_async_commit();
+    if (steps > 1) load_x(1, 1);
+    cp_async_commit();
+    load_w(0, next, next_d);
+#pragma unroll
+    for (int v = 0; v < 4; ++v) store_piece(next, next_d, 0, v);
+    if (steps > 1) load_w(1, next, next_d);
+    cp_async_wait_one();
     __syncthreads();
 
+    int cur = 0;
     for (int st = 0; st < steps; ++st) {
-        const int cur = st & 1;
-        const bool more = st + 1 < steps;
-        if (more) {
-            load_x(st + 1, cur ^ 1);
-            load_w(st + 1);
+        const int s1 = cur == STAGES - 1 ? 0 : cur + 1;   // stage of step st + 1
+        const int s2 = s1 == STAGES - 1 ? 0 : s1 + 1;     // stage of step st + 2
+        // Stage s2 was last read in step st - 1: free since the barrier that ended it.
+        if (st + 2 < steps) {
+            load_x(st + 2, s2);
+            load_w(st + 2, ahead, ahead_d);
         }
+        cp_async_commit();  // (empty past the last steps: the group count stays one a step)
         const bf16_t* xa = xs + (cur * BM + a_row) * LDS + a_col;
         const bf16_t* wb = ws + (cur * BN + b_row) * LDS + b_col;
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
+        for (int kk = 0; kk < BK / 16; ++kk) {
             u32 af[MT][4];
 #pragma unroll
-            for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], xa + i * 16 * LDS + kk);
+            for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], xa + i * 16 * LDS + 16 * kk);
 #pragma unroll
             for (int j = 0; j < NT; j += 2) {
                 u32 bf[4];  // n-tiles j and j + 1: (b0, b1) each
-                ldmatrix_x4(bf, wb + j * 8 * LDS + kk);
+                ldmatrix_x4(bf, wb + j * 8 * LDS + 16 * kk);
 #pragma unroll
                 for (int i = 0; i < MT; ++i) {
                     mma_bf16_16x8x16(acc[i][j], af[i], bf);
                     mma_bf16_16x8x16(acc[i][j + 1], af[i], bf + 2);
                 }
             }
+            // A quarter of step st + 1's W (stage s1: last read in step st - 2).
+            if (st + 1 < steps) store_piece(next, next_d, s1, kk);
         }
-        if (more) store_w(cur ^ 1);  // the other stage: read by no warp since the last barrier
-        cp_async_wait_all();
+#pragma unroll
+        for (int i = 0; i < CPT; ++i) {
+            next_d[i] = ahead_d[i];
+#pragma unroll
+            for (int v = 0; v < CHUNK_VECS; ++v) next[i][v] = ahead[i][v];
+        }
+        cp_async_wait_one();  // step st + 1's X has landed (st + 2's may be in flight)
         __syncthreads();
+        cur = s1;
     }
 
     // Accumulator element e of tile (i, j): row g (+8 for e >= 2), column 2*t4 + (e & 1).
