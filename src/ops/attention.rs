@@ -135,8 +135,9 @@ pub const LLAMA_8B: AttnDims = AttnDims::new(32, 8, 128);
 /// Head sizes the template is instantiated for.
 /// 32 and 48 serve the tiny test models (and small real ones).
 pub const HEAD_DIMS: [usize; 5] = [32, 48, 64, 128, 256];
-/// Keys per split of the decode route (tuner candidates; the first is the smallest).
-pub const DECODE_SPLITS: [usize; 3] = [64, 128, 256];
+/// Keys per split of the decode route (tuner candidates; the first is the smallest). 32
+/// (one shared-memory tile a split) doubles the blocks of a short cache with few KV heads.
+pub const DECODE_SPLITS: [usize; 4] = [32, 64, 128, 256];
 /// Query vectors per block of the flash prefill route (tuner candidates); instantiated
 /// for the head sizes the tiled route does not serve.
 pub const PREFILL_TILES: [usize; 3] = [16, 32, 64];
