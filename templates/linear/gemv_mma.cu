@@ -12,8 +12,9 @@
   range). mma.sync m16n8k16 multiplies bf16 exactly and accumulates in f32, so the three
   split columns of a token give the three exact partial products; they are added in f32
   at the end (hi + (mid + lo)). The n dimension holds split columns: column c is token
-  c / 3, part c % 3, so 3T columns in ceil(3T / 8) n-tiles (T = 8: 3 n-tiles, one mma
-  per 16 rows x 16 k per n-tile). Each group's k16 steps accumulate from zero, then the
+  c / 3, part c % 3, so 3 tt columns in ceil(3 tt / 8) n-tiles for the column tile tt (all
+  multiplied whatever the launch's T; tt = 8: 3 n-tiles, one mma per 16 rows x 16 k per
+  n-tile). Each group's k16 steps accumulate from zero, then the
   rows' f32 scales are applied by one FMA per accumulator (as mmv.cu), so each scale
   multiplies a group sum, as the CUDA-core kernels do.
 
