@@ -1,0 +1,52 @@
+# Sourced by the bench/kernels experiment staging scripts (from v41 on), here, after
+# `set -euo pipefail`; the staging half of scripts/gpu/job-lib.sh (which unpacks what this
+# packs, on the GPU machine):
+#   stage_init NAME         builds the release binary of the working tree, empties .gpu/NAME
+#                           ($G) and writes $G/ninfer.xz and $G/REV (the short commit, and
+#                           "+changes" where src or templates differ from it)
+#   stage_kernels FILE [DIR]  every kernel for sm_90, of the built-in templates or of the
+#                           template directory DIR (through NINFER_TEMPLATES), into
+#                           $G/FILE.txz (the cache job_init unpacks: kc*.txz)
+#   stage_patched SET PATCH...  a copy of templates/ in $G/SET/templates with the patches
+#                           applied (paths as `git diff` writes them: a/templates/...), and
+#                           its kernels in $G/kc-SET.txz; the job runs it with
+#                           NINFER_TEMPLATES=$PWD/$G/SET/templates
+#   stage_done              removes the scratch and prints the staged size
+# The v25-v40 staging scripts inline the same steps; they stay as they ran.
+stage_init() {
+    local root
+    root=$(git rev-parse --show-toplevel)
+    cd "$root"
+    G=.gpu/$1
+    rm -rf "$G"
+    mkdir -p "$G"
+    STAGE_TMP=$(mktemp -d)
+    cargo build --release --bin ninfer
+    source scripts/nvrtc-env.sh
+    xz -T2 -c target/release/ninfer > "$G/ninfer.xz"
+    echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src templates || echo '+changes')" > "$G/REV"
+}
+stage_kernels() {
+    local cache=$STAGE_TMP/$1
+    if [ -n "${2:-}" ]; then
+        NINFER_TEMPLATES=$(realpath "$2") NINFER_CACHE_DIR=$cache target/release/ninfer kernels build --all --arch sm_90
+    else
+        NINFER_CACHE_DIR=$cache target/release/ninfer kernels build --all --arch sm_90
+    fi
+    tar cf - -C "$cache" . | xz -T2 -6 > "$G/$1.txz"
+}
+stage_patched() {
+    local set=$1 p
+    shift
+    mkdir -p "$G/$set"
+    cp -r templates "$G/$set/templates"
+    for p in "$@"; do
+        p=$(realpath "$p")
+        (cd "$G/$set" && patch -s -p1 < "$p")
+    done
+    stage_kernels "kc-$set" "$G/$set/templates"
+}
+stage_done() {
+    rm -rf "$STAGE_TMP"
+    du -sh "$G"
+}
