@@ -50,7 +50,7 @@ pub enum LinearTile {
     Gemv { tt: u32, rows: u32, warps: u32 },
     /// Tensor-core kernel: a `bm x bn` tile of Y per block, `wm x wn` warps.
     Mma { bm: u32, bn: u32, wm: u32, wn: u32 },
-    /// The pipelined tensor-core kernel (`linear/a16_pipe.cu`): the same tiling, two
+    /// The pipelined tensor-core kernel (`linear/a16_pipe.cu`): the same tiling, three
     /// stages in dynamic shared memory. 4- and 8-bit sym_int formats, no SwiGLU.
     Pipe { bm: u32, bn: u32, wm: u32, wn: u32 },
     /// Tensor-core GEMV for up to `8 * nt` columns: 16 rows per block, `kw` warps splitting
@@ -104,6 +104,18 @@ pub fn pipe_supports(format: &Format, epilogue: Epilogue) -> bool {
         && (format.bits == 4 || format.bits == 8)
         && format.group.is_multiple_of(32)
         && epilogue != Epilogue::Swiglu
+}
+
+/// The prefill (more than 32 tokens) tiles for `format` with the plain epilogue: every tile
+/// of [`MMA_TILES`] and, where the pipelined kernel takes the format, of [`PIPE_TILES`]
+/// (what the prefill bench times and the a16 tuner chooses from).
+pub fn prefill_tiles(format: &Format) -> Vec<LinearTile> {
+    let mma = MMA_TILES.map(|(bm, bn, wm, wn)| LinearTile::Mma { bm, bn, wm, wn });
+    let pipe = PIPE_TILES.map(|(bm, bn, wm, wn)| LinearTile::Pipe { bm, bn, wm, wn });
+    let pipes = pipe_supports(format, Epilogue::None);
+    mma.into_iter()
+        .chain(pipe.into_iter().filter(|_| pipes))
+        .collect()
 }
 
 /// Dynamic shared memory of a pipelined launch: three stages of a `bm x 64` X tile and a
@@ -420,24 +432,20 @@ pub fn launch(
                     shared_mem_bytes: 0,
                 }
             }
-            LinearTile::Mma { bm, bn, wm, wn } => LaunchConfig {
-                grid_dim: (
-                    n.div_ceil(bn as usize) as u32,
-                    cols.div_ceil(bm as usize) as u32,
-                    1,
-                ),
-                block_dim: (wm * wn * 32, 1, 1),
-                shared_mem_bytes: 0,
-            },
-            LinearTile::Pipe { bm, bn, wm, wn } => LaunchConfig {
-                grid_dim: (
-                    n.div_ceil(bn as usize) as u32,
-                    cols.div_ceil(bm as usize) as u32,
-                    1,
-                ),
-                block_dim: (wm * wn * 32, 1, 1),
-                shared_mem_bytes: pipe_smem(bm, bn) as u32,
-            },
+            LinearTile::Mma { bm, bn, wm, wn } | LinearTile::Pipe { bm, bn, wm, wn } => {
+                LaunchConfig {
+                    grid_dim: (
+                        n.div_ceil(bn as usize) as u32,
+                        cols.div_ceil(bm as usize) as u32,
+                        1,
+                    ),
+                    block_dim: (wm * wn * 32, 1, 1),
+                    shared_mem_bytes: match route.tile {
+                        LinearTile::Pipe { .. } => pipe_smem(bm, bn) as u32,
+                        _ => 0,
+                    },
+                }
+            }
             LinearTile::Mmv { kw, .. } => LaunchConfig {
                 grid_dim: (n.div_ceil(16) as u32, 1, 1),
                 block_dim: (kw * 32, 1, 1),
@@ -746,10 +754,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
         // Prefill: every tensor-core tile beside the chosen one (the a16 tuner's candidates).
         if t > 32 {
-            let mma = MMA_TILES.map(|(bm, bn, wm, wn)| LinearTile::Mma { bm, bn, wm, wn });
-            let pipe = PIPE_TILES.map(|(bm, bn, wm, wn)| LinearTile::Pipe { bm, bn, wm, wn });
-            let pipes = pipe_supports(fmt, Epilogue::None);
-            for tile in mma.into_iter().chain(pipe.into_iter().filter(|_| pipes)) {
+            for tile in prefill_tiles(fmt) {
                 let r = LinearRoute {
                     format: fmt,
                     tile,

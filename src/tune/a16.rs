@@ -2,19 +2,18 @@
 //! activations (`linear/mma_tiled.cu`, [`LinearTile::Mma`]; `linear/a16_pipe.cu`,
 //! [`LinearTile::Pipe`], for the formats it takes) that the engine's bf16 path
 //! (`--activations bf16`) runs for more than 32 tokens, per weight format, prefill bucket and
-//! exact weight shape. The heuristics ([`LinearRoute::choose`]) take the first of
-//! [`PIPE_TILES`] where the pipelined kernel takes the format, else the larger of
-//! [`MMA_TILES`]; a profile may name another.
+//! exact weight shape. The heuristics ([`LinearRoute::choose`]) take the first pipelined
+//! tile where the pipelined kernel takes the format, else the larger of the old kernel's
+//! tiles; a profile may name another.
 //!
 //! Key: `linear_a16/<format>/t<bucket>/n<N>/k<K>`, where `bucket` is one of [`BUCKETS`]
 //! ([`bucket`]: the smallest that holds T, the largest for more tokens). The candidates are
-//! every tile of [`MMA_TILES`] and, where it applies, of [`PIPE_TILES`], with the plain
-//! epilogue, the heuristics' choice first; a
-//! profile's entry is mapped back to a tile by comparing it with the candidates' entry
-//! names, never by reading the name.
+//! [`prefill_tiles`](crate::ops::linear::prefill_tiles) with the plain epilogue, the
+//! heuristics' choice first; a profile's entry is mapped back to a tile by comparing it with
+//! the candidates' entry names, never by reading the name.
 
 use crate::formats::Format;
-use crate::ops::linear::{pipe_supports, Epilogue, LinearRoute, LinearTile, MMA_TILES, PIPE_TILES};
+use crate::ops::linear::{Epilogue, LinearRoute, LinearTile};
 
 use super::bucket::ShapeKey;
 
@@ -76,20 +75,16 @@ pub fn tunable(n: usize, k: usize) -> bool {
     n > 0 && k > 0 && k.is_multiple_of(64)
 }
 
-/// The candidate routes for `format` (plain epilogue): every tile of [`MMA_TILES`] and,
-/// where the pipelined kernel takes the format, of [`PIPE_TILES`]; the heuristics' choice
-/// for more than 32 tokens first.
+/// The candidate routes for `format` (plain epilogue): its prefill tiles, the heuristics'
+/// choice for more than 32 tokens first.
 pub fn candidates(format: &'static Format) -> Vec<LinearRoute> {
     let base = LinearRoute::choose(format, MIN_T, Epilogue::None);
     debug_assert!(matches!(
         base.tile,
         LinearTile::Mma { .. } | LinearTile::Pipe { .. }
     ));
-    let mma = MMA_TILES.map(|(bm, bn, wm, wn)| LinearTile::Mma { bm, bn, wm, wn });
-    let pipe = PIPE_TILES.map(|(bm, bn, wm, wn)| LinearTile::Pipe { bm, bn, wm, wn });
-    let pipes = pipe_supports(format, Epilogue::None);
     let mut v = vec![base];
-    for tile in mma.into_iter().chain(pipe.into_iter().filter(|_| pipes)) {
+    for tile in crate::ops::linear::prefill_tiles(format) {
         let r = LinearRoute {
             format,
             tile,
@@ -137,6 +132,7 @@ pub fn apply(table: &super::RouteTable, route: &mut LinearRoute, t: usize, n: us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::linear::{pipe_supports, MMA_TILES, PIPE_TILES};
     use crate::tune::{Fingerprint, Profile, Route, RouteTable};
 
     fn q4() -> &'static Format {
