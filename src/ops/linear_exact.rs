@@ -302,6 +302,40 @@ pub fn small_k_tile(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile
     (chunks <= 64).then_some(SMALL_K_T1)
 }
 
+/// The direct split a launch of `route` on an `[n, k]` weight runs, if it runs one: what
+/// `launch_with` substitutes, without a GPU. A ring route on a K that is not a multiple of
+/// 1024 launches the stream default (the ring takes none of those), and the stream default
+/// at one column takes [`small_k_tile`]'s split.
+pub fn launched_direct(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile> {
+    let mut r = match route.kernel {
+        ExactKernel::Stream(_) => route.clone(),
+        ExactKernel::Ring(_) if !k.is_multiple_of(1024) => route.stream_fallback(),
+        _ => return None,
+    };
+    // At most two substitutions: a direct split past its K runs the default split, which
+    // may take the small-K split.
+    for _ in 0..2 {
+        let ExactKernel::Stream(tile) = r.kernel else {
+            return None;
+        };
+        let instead = if tile.direct && !direct_fits(tile, r.tt, k) {
+            Some(stream_tile(r.tt))
+        } else if tile.direct {
+            None
+        } else {
+            small_k_tile(&r, n, k)
+        };
+        match instead {
+            Some(t) => r.kernel = ExactKernel::Stream(t),
+            None => break,
+        }
+    }
+    match r.kernel {
+        ExactKernel::Stream(t) if t.direct => Some(t),
+        _ => None,
+    }
+}
+
 /// `NINFER_STREAM_SMALL`: unset (the rule of [`small_k_tile`]), `0` (off: the default split
 /// everywhere, the route before v9) or `r1` / `r2` / `r4` (that many rows per warp on every
 /// direct shape): an A/B switch for whole-model benchmarks.

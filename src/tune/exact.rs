@@ -21,7 +21,7 @@
 use crate::formats::Format;
 use crate::ops::linear::Epilogue;
 use crate::ops::linear_exact::{
-    all_routes, stream_supports, ExactKernel, ExactRoute, PrologueKind,
+    all_routes, launched_direct, stream_supports, ExactKernel, ExactRoute, PrologueKind,
 };
 
 use super::bucket::ShapeKey;
@@ -116,12 +116,24 @@ pub fn short(route: &ExactRoute) -> String {
 /// more row read per block to each (more with more blocks). bench/kernels v30: on the 27B,
 /// whose qkv and gate_up carry the RMSNorm and its down projection the SwiGLU, this took
 /// the 1-lane step from -0.9% to -1.1% against the heuristics.
+/// A route whose launch runs a direct split (one column, K of at most 1024:
+/// [`launched_direct`]) takes only another direct split: the block-staged splits put a
+/// barrier between the activations' load and the first multiply, which the tuner's
+/// back-to-back timing hides and a decode step's chain of launches does not. bench/kernels
+/// v41 job 2: the installed profile's staged pick for SmolLM2's 576x576 shape (3.7% under
+/// the direct split in its tuning run) made the o projection with its residual ~1 us a
+/// layer slower in the step (3.41 against 3.00 us alone under ncu; the 1-lane step at 256
+/// steps 546-552 us against 515-522 without the pick).
 /// A route the caller chose otherwise is left as it is.
 pub fn apply(table: &super::RouteTable, route: &mut ExactRoute, n: usize, k: usize) {
     let Some(kernel) = table.exact(route.format, route.tt, n, k) else {
         return;
     };
     if kernel == route.kernel || route.kernel == ExactKernel::Gemv {
+        return;
+    }
+    let to_direct = matches!(kernel, ExactKernel::Stream(t) if t.direct);
+    if launched_direct(route, n, k).is_some() && !to_direct {
         return;
     }
     let ring_to_ring = matches!(
@@ -197,23 +209,25 @@ mod tests {
     fn the_table_changes_only_the_plain_route_of_its_key() {
         let f = q4();
         let c = candidates(f, 1);
-        let table = table_of_one(&c[1], &c[0], 576, 576);
+        // (A K past the direct splits': see the next test for those.)
+        assert_eq!(launched_direct(&c[0], 576, 1536), None);
+        let table = table_of_one(&c[1], &c[0], 576, 1536);
         for epilogue in [Epilogue::None, Epilogue::Residual] {
             let mut r = ExactRoute::choose(f, 1, epilogue);
-            apply(&table, &mut r, 576, 576);
+            apply(&table, &mut r, 576, 1536);
             assert_eq!(r.kernel, c[1].kernel, "{epilogue:?}");
             assert_eq!(r.epilogue, epilogue);
             // Another shape or tile keeps the default.
             let mut r = ExactRoute::choose(f, 1, epilogue);
-            apply(&table, &mut r, 576, 1536);
+            apply(&table, &mut r, 576, 3072);
             assert_eq!(r.kernel, c[0].kernel);
             let mut r = ExactRoute::choose(f, 2, epilogue);
-            apply(&table, &mut r, 576, 576);
+            apply(&table, &mut r, 576, 1536);
             assert_eq!(r, ExactRoute::choose(f, 2, epilogue));
         }
         // A route the caller did not take from the heuristics is left alone.
         let mut r = c[c.len() - 1].clone();
-        apply(&table, &mut r, 576, 576);
+        apply(&table, &mut r, 576, 1536);
         assert_eq!(r, c[c.len() - 1]);
         // A fused prologue keeps the heuristics' stream split: tuning timed the plain kernel.
         for (prologue, epilogue) in [
@@ -225,9 +239,54 @@ mod tests {
         ] {
             let heuristic = ExactRoute::choose_with(f, 1, epilogue, prologue).unwrap();
             let mut r = heuristic.clone();
-            apply(&table, &mut r, 576, 576);
+            apply(&table, &mut r, 576, 1536);
             assert_eq!(r, heuristic, "{prologue:?}");
         }
+    }
+
+    #[test]
+    fn a_launch_on_a_direct_split_takes_only_a_direct_split() {
+        let f = q4();
+        let (n, k) = (576, 576); // SmolLM2's o projection: K = 18 chunks of 32
+        let c = candidates(f, 1);
+        let staged = c
+            .iter()
+            .find(|r| matches!(r.kernel, ExactKernel::Stream(t) if !t.direct))
+            .expect("a staged stream split");
+        let direct = c
+            .iter()
+            .find(|r| {
+                matches!(r.kernel, ExactKernel::Stream(t) if t.direct)
+                    && Some(r.kernel) != launched_direct(&c[0], n, k).map(ExactKernel::Stream)
+            })
+            .expect("another direct split");
+        for epilogue in [Epilogue::None, Epilogue::Residual] {
+            let heuristic = ExactRoute::choose(f, 1, epilogue);
+            assert!(launched_direct(&heuristic, n, k).is_some(), "{epilogue:?}");
+            let mut r = heuristic.clone();
+            apply(&table_of_one(staged, &c[0], n, k), &mut r, n, k);
+            assert_eq!(r, heuristic, "a staged pick is not taken ({epilogue:?})");
+            let mut r = heuristic.clone();
+            apply(&table_of_one(direct, &c[0], n, k), &mut r, n, k);
+            assert_eq!(r.kernel, direct.kernel, "a direct pick is ({epilogue:?})");
+        }
+    }
+
+    #[test]
+    fn launched_direct_follows_the_launch_substitutions() {
+        let f = q4();
+        let ring = ExactRoute::choose(f, 1, Epilogue::None);
+        assert!(matches!(ring.kernel, ExactKernel::Ring(_)), "{ring:?}");
+        // K of 18 chunks: the ring launches the stream default, which takes a direct split.
+        assert!(launched_direct(&ring, 576, 576).is_some());
+        // K = 1536 (48 chunks) takes the staged small-K split; K = 5120 the ring itself.
+        assert_eq!(launched_direct(&ring, 576, 1536), None);
+        assert_eq!(launched_direct(&ring, 17408, 5120), None);
+        // More than one column never runs a direct split.
+        assert_eq!(
+            launched_direct(&ExactRoute::choose(f, 2, Epilogue::None), 576, 576),
+            None
+        );
     }
 
     #[test]

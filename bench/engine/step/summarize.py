@@ -5,14 +5,16 @@ A run's kernels split into forwards at each `embedding_*` kernel (every forward 
 the embedding). `summarize.py CSV FIRST_ROW ROWS` sums gpu__time_duration by kernel name and
 grid over the rows FIRST_ROW..FIRST_ROW+ROWS (a step found with `--segments`), printing
 name, grid, launches, total us, us per launch as CSV. `summarize.py CSV --segments` lists
-the forwards: first row, kernels, summed us.
+the forwards: first row, kernels, summed us. A CSV may be gzip-compressed (`.csv.gz`).
 """
 import csv
+import gzip
 import sys
 
 
 def rows(path):
-    r = list(csv.reader(open(path)))
+    opener = gzip.open if path.endswith(".gz") else open
+    r = list(csv.reader(opener(path, "rt")))
     head = r[0]
     return [dict(zip(head, x)) for x in r[2:]]
 
