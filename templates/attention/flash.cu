@@ -210,6 +210,55 @@ extern "C" __global__ void __launch_bounds__(NT)
     }
     __syncthreads();
 {%- endif %}
+    // This block's keys: [k_begin, k_end).
+    const int blk_end = pos0 + (min(v0 + NQ, nv) - 1) / rep + 1;
+{%- if mode == "split" %}
+    const int span = {{ split }} * split_mult;
+    const int k_begin = blockIdx.z * span;
+    const int k_end = min(blk_end, k_begin + span);
+{%- else %}
+    const int k_begin = 0;
+    const int k_end = blk_end;
+{%- endif %}
+{%- if rope %}
+    // The first tile's cache rows older than pos0 into shared memory before the wait: the
+    // predecessor writes none of them (a decode step appends only row pos0, in this
+    // launch), so their round trip overlaps it instead of following the q loads. Row pos0
+    // (from k_new / v_new) and every later tile are loaded after the wait, below. The
+    // loads of up to PB trips are issued before any store (kc may alias anything, so the
+    // compiler would not move a load above a store itself).
+    {
+        constexpr int PT = (KT * (HD / 4) + NT - 1) / NT;  // trips a thread makes
+        constexpr int PB = PT < 8 ? PT : 8;                 // trips a batch
+#pragma unroll
+        for (int b0 = 0; b0 < PT; b0 += PB) {
+            float4 kx[PB], vx[PB];
+#pragma unroll
+            for (int u = 0; u < PB; ++u) {
+                const int e = threadIdx.x + (b0 + u) * NT;
+                const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
+                const int p = k_begin + r;
+                kx[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+                vx[u] = kx[u];
+                // (Row pos0's zeros are overwritten after the wait.)
+                if (e < KT * (HD / 4) && p < k_end && p != pos0) {
+                    const long long off = p * kvw + (long long)g * HD + c;
+                    kx[u] = ld4(kc + off);
+                    vx[u] = ld4(vc + off);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < PB; ++u) {
+                const int e = threadIdx.x + (b0 + u) * NT;
+                const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
+                if (e < KT * (HD / 4)) {
+                    *(float4*)(ks + r * QS + c) = kx[u];
+                    *(float4*)(vs + r * HD + c) = vx[u];
+                }
+            }
+        }
+    }
+{%- endif %}
     NINFER_PDL_WAIT();     // q and the appended rows are visible from here on
     NINFER_PDL_TRIGGER();
 {%- if mode == "split" %}
@@ -246,15 +295,6 @@ extern "C" __global__ void __launch_bounds__(NT)
     const int my_v = v0 + my_r;
     // The last key position this vector may see (vectors past the end copy the last row).
     const int my_lim = pos0 + min(my_v, nv - 1) / rep;
-    const int blk_end = pos0 + (min(v0 + NQ, nv) - 1) / rep + 1;
-{%- if mode == "split" %}
-    const int span = {{ split }} * split_mult;
-    const int k_begin = blockIdx.z * span;
-    const int k_end = min(blk_end, k_begin + span);
-{%- else %}
-    const int k_begin = 0;
-    const int k_end = blk_end;
-{%- endif %}
 
     const bool warp_live = v0 + (int)(threadIdx.x & ~31u) / G < nv;  // uniform per warp
     float m = NEG_INF, l = 0.f;
@@ -269,6 +309,9 @@ extern "C" __global__ void __launch_bounds__(NT)
         for (int e = threadIdx.x; e < KT * (HD / 4); e += NT) {
             const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
             const int p = k0 + r;
+{%- if rope %}
+            if (k0 == k_begin && p != pos0) continue;  // loaded before the wait
+{%- endif %}
             float4 kx = make_float4(0.f, 0.f, 0.f, 0.f), vx = kx;
             if (p < k_end) {
                 const long long off = p * kvw + (long long)g * HD + c;
