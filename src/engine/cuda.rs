@@ -943,6 +943,7 @@ impl CudaBackend {
                     .upgrade_device_ptr(self.slice_ptr(&g.conv) + (lane * cl * 4) as u64, cl),
                 counters: stream
                     .upgrade_device_ptr(self.slice_ptr(&g.counters) + (lane * hk * 4) as u64, hk),
+                prep: None,
             }
         };
         let mut alias = std::mem::ManuallyDrop::new(alias);
@@ -1829,8 +1830,8 @@ impl Backend for CudaBackend {
             slab = Self::common_slab(states);
         }
         let step = |st: &mut gdn::GdnState, x: RawInputs, out: u64| {
-            let mut route =
-                RecurrentRoute::choose(Mode::Step, st.s.ty(), &d).unwrap_or_else(|| {
+            let mut route = RecurrentRoute::choose_for_lanes(Mode::Step, st.s.ty(), &d, st.lanes)
+                .unwrap_or_else(|| {
                     panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
                 });
             crate::tune::gdn::apply(&self.routes(), &mut route, &d, st.lanes, 1);

@@ -82,6 +82,8 @@ mod tests {
                 "gdn/recurrent.cu",
                 "gdn/grouped.cu",
                 "gdn/staged.cu",
+                "gdn/prep.cu",
+                "gdn/update.cu",
                 "gdn/out_norm.cu",
             ]
             .contains(&spec.template)

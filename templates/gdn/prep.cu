@@ -9,9 +9,17 @@
   that writes it, after its own reads, channel by channel (each thread owns its channels).
   Params: block (threads), tokc (tokens per block), kc, dkmax (largest 2*dk or dv / block
   multiple handled: channels per thread = ceil(max(2*dk, dv) / block) <= chmax), chmax.
+  Also the first half of the split decode step (gdn/update.cu), with the lanes as the
+  sequences and T = 1.
+
+  Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a block loads
+  only the conv weights and its channels' conv-state windows, which the kernel ahead of it
+  does not write (this kernel alone writes the conv state, and not twice in a row: the
+  recurrence's launch or the chunk stages come between); the inputs after it.
 #}
 {% include "common/types.cuh" %}
 {% include "common/reduce.cuh" %}
+{% include "common/pdl.cuh" %}
 #define KC {{ kc }}
 #define NTH {{ block }}
 #define TOKC {{ tokc }}
@@ -60,16 +68,24 @@ extern "C" __global__ void __launch_bounds__(NTH)
         chs[m] = ch;
 #pragma unroll
         for (int j = 0; j < KC; ++j) w[m][j] = c < nch ? conv_w[(long long)ch * KC + j] : 0.0f;
-        // The window before token t0: positions t0-KC+1 .. t0-1 (state when before 0).
+        // The window before token t0: positions t0-KC+1 .. t0-1 (state when before 0);
+        // the conv state's part now, the inputs' part after the wait.
 #pragma unroll
         for (int j = 0; j < KC - 1; ++j) {
             const int pos = t0 - (KC - 1) + j;
-            float v = 0.0f;
-            if (c < nch) {
-                v = pos >= 0 ? mixed[((long long)seq * T + pos) * conv_dim + ch]
-                             : conv_state[((long long)seq * conv_dim + ch) * (KC - 1) + (pos + KC - 1)];
-            }
-            win[m][j] = v;
+            win[m][j] = c < nch && pos < 0
+                ? conv_state[((long long)seq * conv_dim + ch) * (KC - 1) + (pos + KC - 1)] : 0.0f;
+        }
+    }
+    NINFER_PDL_WAIT();     // the inputs (the kernel ahead's output) are visible from here on
+    NINFER_PDL_TRIGGER();
+#pragma unroll
+    for (int m = 0; m < CHMAX; ++m) {
+        const int c = tid + m * NTH;
+#pragma unroll
+        for (int j = 0; j < KC - 1; ++j) {
+            const int pos = t0 - (KC - 1) + j;
+            if (c < nch && pos >= 0) win[m][j] = mixed[((long long)seq * T + pos) * conv_dim + chs[m]];
         }
     }
     const float scale = rsqrtf((float)dk);

@@ -68,6 +68,7 @@ pub fn random_state(
         s: StateBuf::upload(gpu, ty, &s)?,
         conv: gpu.upload(&c)?,
         counters: gpu.alloc_zeros(lanes * d.hk)?,
+        prep: Some(Box::new(super::PrepBufs::zeros(gpu, d, lanes)?)),
     })
 }
 

@@ -190,6 +190,11 @@ pub struct Tile {
     /// n >= 2 = tiles copied into shared memory by cp.async `n` stages deep
     /// (`gdn/staged.cu`).
     pub stages: u32,
+    /// The step in two launches (one token per lane, mode step only): `gdn/prep.cu` (the
+    /// conv, the gates and the q/k norms, the lanes as its sequences) into the state's
+    /// workspace, then the recurrence alone, `gdn/update.cu` (16 lanes x 8 elements a
+    /// column, `rows` columns a half-warp; no block barrier).
+    pub split: bool,
 }
 
 impl Tile {
@@ -205,6 +210,12 @@ impl Tile {
             && (!self.vec || dk.is_multiple_of(self.ept as usize))
             && (self.group == 0 || self.vec)
             && (self.stages == 0 || self.stages >= 2)
+            && (!self.split || (self.lpr, self.ept, self.vec, self.group) == (16, 8, true, 0))
+    }
+    /// Whether a route of this tile serves `mode` with `t` tokens a lane: the split step
+    /// takes one token in mode step only.
+    pub fn serves(&self, mode: Mode, t: usize) -> bool {
+        !self.split || (mode == Mode::Step && t == 1)
     }
     /// Blocks of the grouped kernel per (lane, key head): the `r` value heads' column
     /// tiles split `group` to a block.
@@ -218,10 +229,11 @@ impl Tile {
         } else {
             String::new()
         };
-        let group = match (self.group, self.stages) {
-            (0, _) => String::new(),
-            (g, 0) => format!("g{g}"),
-            (g, s) => format!("g{g}s{s}"),
+        let group = match (self.group, self.stages, self.split) {
+            (_, _, true) => "x".to_string(),
+            (0, _, _) => String::new(),
+            (g, 0, _) => format!("g{g}"),
+            (g, s, _) => format!("g{g}s{s}"),
         };
         format!(
             "l{}e{}r{}w{}{}{cap}{group}",
@@ -250,6 +262,7 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         minb: 0,
         group: 0,
         stages: 0,
+        split: false,
     };
     let g = |group, stages, minb| Tile {
         lpr: 16,
@@ -260,6 +273,7 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         minb,
         group,
         stages,
+        split: false,
     };
     match state {
         StateType::F32 => vec![
@@ -269,6 +283,8 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(32, 4, 2, 4, false),
             g(6, 0, 0),
             g(4, 4, 3),
+            split_tile(2, 2),
+            split_tile(4, 4),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
@@ -277,7 +293,26 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             t(32, 4, 2, 4, false),
             g(6, 0, 0),
             g(4, 4, 3),
+            split_tile(4, 4),
+            split_tile(2, 2),
         ],
+    }
+}
+
+/// A split-step tile (`Tile::split`): `rows` columns a half-warp, `warps` warps. The f32
+/// state's best in bench/gdn run 10 is 2 x 2, the f16 state's 4 x 4 (standalone, 8 lanes,
+/// 27B shape).
+pub const fn split_tile(rows: u32, warps: u32) -> Tile {
+    Tile {
+        lpr: 16,
+        ept: 8,
+        rows,
+        warps,
+        vec: true,
+        minb: 0,
+        group: 0,
+        stages: 0,
+        split: true,
     }
 }
 
@@ -315,6 +350,18 @@ impl RecurrentRoute {
                 .param("minb", self.tile.minb)
                 .param("kc", self.kc)
         };
+        if self.tile.split {
+            // (gdn/prep.cu, the first launch, has its own spec.)
+            return KernelSpec::new(
+                "gdn_update",
+                "gdn/update.cu",
+                format!("gdn_update_{}_{}", self.state.short(), self.tile.short()),
+            )
+            .programmatic()
+            .param("state", self.state.cuda_type())
+            .param("rows", self.tile.rows)
+            .param("warps", self.tile.warps);
+        }
         match (self.tile.group > 0, self.tile.stages > 0) {
             (true, true) => spec("gdn_staged", "gdn/staged.cu")
                 .param("group", self.tile.group)
@@ -360,7 +407,22 @@ impl RecurrentRoute {
             minb: 0,
             group: 6,
             stages: 0,
+            split: false,
         };
+        // The split step from 5 lanes (bench/gdn run 10, standalone, 27B shape, 8 lanes:
+        // f32 16.8 us against 20.1 for the best fused tile, f16 10.1 against 14.2).
+        let split = match state {
+            StateType::F32 => split_tile(2, 2),
+            StateType::F16 => split_tile(4, 4),
+        };
+        if lanes >= 5 && mode == Mode::Step && split.fits(dims.dk) {
+            return Some(RecurrentRoute {
+                mode,
+                state,
+                tile: split,
+                kc: dims.kc,
+            });
+        }
         if lanes >= 5 && grouped.fits(dims.dk) {
             return Some(RecurrentRoute {
                 mode,
@@ -376,7 +438,7 @@ impl RecurrentRoute {
     pub fn all_for(mode: Mode, state: StateType, dims: &GdnDims) -> Vec<Self> {
         tiles(state)
             .into_iter()
-            .filter(|t| t.fits(dims.dk))
+            .filter(|t| t.fits(dims.dk) && (!t.split || mode == Mode::Step))
             .map(|tile| RecurrentRoute {
                 mode,
                 state,
@@ -450,6 +512,7 @@ fn prep_spec(kc: usize) -> KernelSpec {
         "gdn/prep.cu",
         format!("gdn_prep_b{PREP_BLOCK}_t{PREP_TOKC}_k{kc}"),
     )
+    .programmatic()
     .param("block", PREP_BLOCK)
     .param("tokc", PREP_TOKC)
     .param("kc", kc)
@@ -544,7 +607,10 @@ pub fn instantiations() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
     for mode in Mode::ALL {
         for state in StateType::ALL {
-            for tile in tiles(state) {
+            for tile in tiles(state)
+                .into_iter()
+                .filter(|t| !t.split || mode == Mode::Step)
+            {
                 specs.push(
                     RecurrentRoute {
                         mode,
@@ -682,6 +748,9 @@ pub struct GdnState {
     pub s: StateBuf,
     pub conv: CudaSlice<f32>,
     pub counters: CudaSlice<u32>,
+    /// The split step's workspace (`Tile::split`); `None` in views of one lane of a slab,
+    /// which take the fused kernel instead.
+    pub prep: Option<Box<PrepBufs>>,
 }
 
 impl GdnState {
@@ -691,6 +760,29 @@ impl GdnState {
             s: StateBuf::zeros(gpu, ty, lanes * dims.state_len())?,
             conv: gpu.alloc_zeros(lanes * dims.conv_state_len())?,
             counters: gpu.alloc_zeros(lanes * dims.hk)?,
+            prep: Some(Box::new(PrepBufs::zeros(gpu, dims, lanes)?)),
+        })
+    }
+}
+
+/// `gdn/prep.cu`'s outputs for one token a lane (f32): q, k `[lanes][HK][dk]`, v
+/// `[lanes][HV][dv]`, g, beta `[lanes][HV]`; 33 KB a lane at the 27B's dims.
+pub struct PrepBufs {
+    pub q: CudaSlice<f32>,
+    pub k: CudaSlice<f32>,
+    pub v: CudaSlice<f32>,
+    pub g: CudaSlice<f32>,
+    pub beta: CudaSlice<f32>,
+}
+
+impl PrepBufs {
+    pub fn zeros(gpu: &Gpu, d: &GdnDims, lanes: usize) -> Result<Self, GpuError> {
+        Ok(PrepBufs {
+            q: alloc(gpu, lanes * d.key_dim())?,
+            k: alloc(gpu, lanes * d.key_dim())?,
+            v: alloc(gpu, lanes * d.value_dim())?,
+            g: alloc(gpu, lanes * d.hv)?,
+            beta: alloc(gpu, lanes * d.hv)?,
         })
     }
 }
@@ -753,6 +845,19 @@ pub fn launch_recurrent(
     if st.lanes == 0 || t == 0 {
         return Ok(());
     }
+    if route.tile.split {
+        assert!(
+            route.tile.serves(route.mode, t),
+            "the split GDN step takes one token a lane in mode step"
+        );
+        if st.prep.is_none() {
+            // A one-lane view of a slab has no workspace: the fused kernel serves it.
+            let fused = RecurrentRoute::choose(route.mode, route.state, d)
+                .expect("a fused tile fits wherever the split one does");
+            return launch_recurrent(gpu, &fused, w, st, x, t, out, rec, counts);
+        }
+        return launch_split(gpu, route, w, st, x, out.expect("asserted above"));
+    }
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
     let cfg = if route.tile.group > 0 {
@@ -808,6 +913,83 @@ pub fn launch_recurrent(
     }
     // SAFETY: the arguments match the template's signature; the asserts above and the
     // callers' buffer sizes bound every access.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    Ok(())
+}
+
+/// The split step (`Tile::split`): `gdn/prep.cu` over the lanes as sequences of one token
+/// into `st.prep` (it also advances the conv state), then `gdn/update.cu`. The prep launch is
+/// not programmatic (it waits for the kernel ahead in full); the update launch is, and loads
+/// its state slice before it waits for the prep.
+fn launch_split(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    st: &mut GdnState,
+    x: RawInputs,
+    out: u64,
+) -> Result<(), GpuError> {
+    let d = &w.dims;
+    assert!(
+        2 * d.dk <= PREP_CHMAX * PREP_BLOCK as usize && d.dv <= PREP_CHMAX * PREP_BLOCK as usize,
+        "gdn/prep.cu takes 2 dk and dv up to {}",
+        PREP_CHMAX * PREP_BLOCK as usize
+    );
+    let p = st.prep.as_ref().expect("the caller checked");
+    let dims_i = [1i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    let spec = prep_spec(d.kc);
+    let kernel = gpu.kernel(&spec)?;
+    let cfg = LaunchConfig {
+        grid_dim: ((d.hk + d.hv) as u32, st.lanes as u32, 1),
+        block_dim: (PREP_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = gpu.launch(&kernel);
+    b.arg(&x.mixed)
+        .arg(&x.a)
+        .arg(&x.b)
+        .arg(&w.conv_w)
+        .arg(&w.a_log)
+        .arg(&w.dt_bias)
+        .arg(&st.conv)
+        .arg(&p.q)
+        .arg(&p.k)
+        .arg(&p.v)
+        .arg(&p.g)
+        .arg(&p.beta);
+    for v in &dims_i {
+        b.arg(v);
+    }
+    // SAFETY: matches gdn/prep.cu at T = 1 with the lanes as its sequences; PrepBufs::zeros
+    // sized the outputs for st.lanes, the conv state is [lanes][conv_dim][kc-1].
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+
+    let spec = route.spec();
+    let kernel = gpu.kernel(&spec)?;
+    let cfg = LaunchConfig {
+        grid_dim: (
+            d.dv.div_ceil(route.tile.cols_per_block()) as u32,
+            d.hv as u32,
+            st.lanes as u32,
+        ),
+        block_dim: (route.tile.warps * 32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let sp = st.s.ptr(gpu);
+    let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    let mut b = gpu.launch(&kernel);
+    b.arg(&p.q)
+        .arg(&p.k)
+        .arg(&p.v)
+        .arg(&p.g)
+        .arg(&p.beta)
+        .arg(&sp)
+        .arg(&out);
+    for v in &dims_i {
+        b.arg(v);
+    }
+    // SAFETY: matches gdn/update.cu; the state holds st.lanes x HV x dv x dk (asserted by
+    // the caller), `out` [lanes][HV][dv] as for the fused step.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }
@@ -1042,7 +1224,7 @@ pub fn launch_prefill_stages(
     // Prologue.
     if stages.prep {
         let spec = prep_spec(d.kc);
-        let f = gpu.function(&spec)?;
+        let kernel = gpu.kernel(&spec)?;
         let cfg = LaunchConfig {
             grid_dim: (
                 (d.hk + d.hv) as u32,
@@ -1052,7 +1234,7 @@ pub fn launch_prefill_stages(
             block_dim: (PREP_BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = gpu.stream().launch_builder(&f);
+        let mut b = gpu.launch(&kernel);
         b.arg(&x.mixed)
             .arg(&x.a)
             .arg(&x.b)
@@ -1236,5 +1418,57 @@ mod tests {
             assert!(!r.tile.vec);
         }
         assert_eq!(StateType::from_fp16_flag(true), StateType::F16);
+    }
+
+    #[test]
+    fn the_split_step_serves_one_token_in_step_mode_from_five_lanes() {
+        let d = QWEN36_27B;
+        for st in StateType::ALL {
+            let r = RecurrentRoute::choose_for_lanes(Mode::Step, st, &d, 8).unwrap();
+            assert!(r.tile.split && r.tile.fits(d.dk), "{st:?}");
+            assert!(
+                r.spec().entry.starts_with("gdn_update_"),
+                "{}",
+                r.spec().entry
+            );
+            assert!(r.tile.serves(Mode::Step, 1));
+            assert!(!r.tile.serves(Mode::Step, 2) && !r.tile.serves(Mode::Record, 1));
+            // Fewer lanes, or another mode: a fused tile.
+            assert!(
+                !RecurrentRoute::choose_for_lanes(Mode::Step, st, &d, 4)
+                    .unwrap()
+                    .tile
+                    .split
+            );
+            assert!(
+                !RecurrentRoute::choose_for_lanes(Mode::Record, st, &d, 8)
+                    .unwrap()
+                    .tile
+                    .split
+            );
+            assert!(RecurrentRoute::all_for(Mode::Step, st, &d)
+                .iter()
+                .any(|r| r.tile.split));
+            for mode in [Mode::Record, Mode::Replay] {
+                assert!(RecurrentRoute::all_for(mode, st, &d)
+                    .iter()
+                    .all(|r| !r.tile.split));
+            }
+        }
+        // The update kernel's column group is 16 lanes of 8 elements: dk up to 128, a
+        // multiple of 8.
+        let t = split_tile(2, 2);
+        assert!(t.fits(128) && t.fits(64) && !t.fits(256) && !t.fits(60));
+        assert_eq!(t.cols_per_block(), 8);
+        // Instantiated in step mode only.
+        let entries: Vec<String> = instantiations().into_iter().map(|s| s.entry).collect();
+        assert!(
+            entries.iter().any(|e| e == "gdn_update_f32_l16e8r2w2vx"),
+            "{entries:?}"
+        );
+        assert!(
+            entries.iter().all(|e| !e.contains("vx_k")),
+            "no record/replay split entries"
+        );
     }
 }

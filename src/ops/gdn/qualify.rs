@@ -215,6 +215,7 @@ impl DevCase {
                 s: StateBuf::upload(gpu, ty, &c.s0)?,
                 conv: gpu.upload(&c.c0)?,
                 counters: gpu.alloc_zeros(c.lanes * c.d.hk)?,
+                prep: Some(Box::new(super::PrepBufs::zeros(gpu, &c.d, c.lanes)?)),
             },
             mixed: gpu.upload(&c.mixed)?,
             z: gpu.upload(&c.z)?,
@@ -769,6 +770,13 @@ fn qualify_routes(gpu: &Gpu, rng: &mut impl Rng, prefill: bool) -> Result<Vec<Ou
             for route in RecurrentRoute::all_for(Mode::Step, state, &d) {
                 let c = Case::new(d, &p, 3, 1, state, rng);
                 check_step(gpu, &route, &c, label, &mut outcomes)?;
+                if !route.tile.serves(Mode::Step, 5) {
+                    // The split step (one token a lane, no record/replay): also at the 8
+                    // lanes it is chosen for.
+                    let c = Case::new(d, &p, 8, 1, state, rng);
+                    check_step(gpu, &route, &c, label, &mut outcomes)?;
+                    continue;
+                }
                 let c = Case::new(d, &p, 2, 5, state, rng);
                 check_step(gpu, &route, &c, label, &mut outcomes)?;
                 let t = if big { 3 } else { 4 };
