@@ -506,6 +506,22 @@ impl ChunkMath {
 pub const PREFILL_DEFAULT: (ChunkMath, ChunkMath) = (ChunkMath::Tf32x3, ChunkMath::Tf32x3);
 const NORM_BLOCK: u32 = 128;
 
+/// The split decode step's prologue: `gdn/prep.cu` for one token, one channel a thread
+/// (the prefill's instantiation loops 16 tokens over 2 channels a thread of 128).
+const PREP_DECODE_BLOCK: u32 = 256;
+fn prep_decode_spec(kc: usize) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_prep",
+        "gdn/prep.cu",
+        format!("gdn_prep_b{PREP_DECODE_BLOCK}_t1_k{kc}"),
+    )
+    .programmatic()
+    .param("block", PREP_DECODE_BLOCK)
+    .param("tokc", 1)
+    .param("kc", kc)
+    .param("chmax", 1)
+}
+
 fn prep_spec(kc: usize) -> KernelSpec {
     KernelSpec::new(
         "gdn_prep",
@@ -624,6 +640,7 @@ pub fn instantiations() -> Vec<KernelSpec> {
         }
     }
     specs.push(prep_spec(4));
+    specs.push(prep_decode_spec(4));
     specs.push(chunk_wu_spec());
     for dvt in CHUNK_DVTS {
         specs.push(chunk_scan_spec(dvt));
@@ -931,17 +948,16 @@ fn launch_split(
 ) -> Result<(), GpuError> {
     let d = &w.dims;
     assert!(
-        2 * d.dk <= PREP_CHMAX * PREP_BLOCK as usize && d.dv <= PREP_CHMAX * PREP_BLOCK as usize,
-        "gdn/prep.cu takes 2 dk and dv up to {}",
-        PREP_CHMAX * PREP_BLOCK as usize
+        2 * d.dk <= PREP_DECODE_BLOCK as usize && d.dv <= PREP_DECODE_BLOCK as usize,
+        "the split step's prep takes 2 dk and dv up to {PREP_DECODE_BLOCK}"
     );
     let p = st.prep.as_ref().expect("the caller checked");
     let dims_i = [1i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let spec = prep_spec(d.kc);
+    let spec = prep_decode_spec(d.kc);
     let kernel = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
         grid_dim: ((d.hk + d.hv) as u32, st.lanes as u32, 1),
-        block_dim: (PREP_BLOCK, 1, 1),
+        block_dim: (PREP_DECODE_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     let mut b = gpu.launch(&kernel);
