@@ -934,10 +934,63 @@ pub fn launch_recurrent(
     Ok(())
 }
 
+/// `gdn/prep.cu`'s five outputs, in a prefill workspace or a state's [`PrepBufs`].
+struct PrepOut<'a> {
+    q: &'a CudaSlice<f32>,
+    k: &'a CudaSlice<f32>,
+    v: &'a CudaSlice<f32>,
+    g: &'a CudaSlice<f32>,
+    beta: &'a CudaSlice<f32>,
+}
+
+/// Queues `gdn/prep.cu`, the instantiation `(spec, threads, tokens a block)`, over `seqs`
+/// sequences of `t` tokens: `out` gets their prepared inputs (sized for `seqs x t` by the
+/// caller), `conv` (`[seqs][conv_dim][kc-1]`) the sequences' new windows.
+#[allow(clippy::too_many_arguments)]
+fn launch_prep(
+    gpu: &Gpu,
+    (spec, block, tokc): (KernelSpec, u32, usize),
+    w: &GdnWeights,
+    conv: &CudaSlice<f32>,
+    x: RawInputs,
+    out: PrepOut,
+    seqs: usize,
+    t: usize,
+) -> Result<(), GpuError> {
+    let d = &w.dims;
+    let kernel = gpu.kernel(&spec)?;
+    let cfg = LaunchConfig {
+        grid_dim: ((d.hk + d.hv) as u32, seqs as u32, t.div_ceil(tokc) as u32),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    let mut b = gpu.launch(&kernel);
+    b.arg(&x.mixed)
+        .arg(&x.a)
+        .arg(&x.b)
+        .arg(&w.conv_w)
+        .arg(&w.a_log)
+        .arg(&w.dt_bias)
+        .arg(conv)
+        .arg(out.q)
+        .arg(out.k)
+        .arg(out.v)
+        .arg(out.g)
+        .arg(out.beta);
+    for v in &dims_i {
+        b.arg(v);
+    }
+    // SAFETY: matches gdn/prep.cu's signature; the caller sized the outputs and the conv
+    // state for seqs x t, the inputs hold [seqs][t][...] as RawInputs says.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    Ok(())
+}
+
 /// The split step (`Tile::split`): `gdn/prep.cu` over the lanes as sequences of one token
-/// into `st.prep` (it also advances the conv state), then `gdn/update.cu`. The prep launch is
-/// not programmatic (it waits for the kernel ahead in full); the update launch is, and loads
-/// its state slice before it waits for the prep.
+/// into `st.prep` (it also advances the conv state), then `gdn/update.cu`. Both launch
+/// programmatically: the prep loads the conv weights and windows before it waits for the
+/// kernel ahead, the update its state slice before it waits for the prep.
 fn launch_split(
     gpu: &Gpu,
     route: &RecurrentRoute,
@@ -952,33 +1005,16 @@ fn launch_split(
         "the split step's prep takes 2 dk and dv up to {PREP_DECODE_BLOCK}"
     );
     let p = st.prep.as_ref().expect("the caller checked");
-    let dims_i = [1i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let spec = prep_decode_spec(d.kc);
-    let kernel = gpu.kernel(&spec)?;
-    let cfg = LaunchConfig {
-        grid_dim: ((d.hk + d.hv) as u32, st.lanes as u32, 1),
-        block_dim: (PREP_DECODE_BLOCK, 1, 1),
-        shared_mem_bytes: 0,
+    let prepared = PrepOut {
+        q: &p.q,
+        k: &p.k,
+        v: &p.v,
+        g: &p.g,
+        beta: &p.beta,
     };
-    let mut b = gpu.launch(&kernel);
-    b.arg(&x.mixed)
-        .arg(&x.a)
-        .arg(&x.b)
-        .arg(&w.conv_w)
-        .arg(&w.a_log)
-        .arg(&w.dt_bias)
-        .arg(&st.conv)
-        .arg(&p.q)
-        .arg(&p.k)
-        .arg(&p.v)
-        .arg(&p.g)
-        .arg(&p.beta);
-    for v in &dims_i {
-        b.arg(v);
-    }
-    // SAFETY: matches gdn/prep.cu at T = 1 with the lanes as its sequences; PrepBufs::zeros
-    // sized the outputs for st.lanes, the conv state is [lanes][conv_dim][kc-1].
-    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    // (PrepBufs::zeros sized the outputs for st.lanes sequences of one token.)
+    let prep = (prep_decode_spec(d.kc), PREP_DECODE_BLOCK, 1);
+    launch_prep(gpu, prep, w, &st.conv, x, prepared, st.lanes, 1)?;
 
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
@@ -1239,35 +1275,16 @@ pub fn launch_prefill_stages(
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     // Prologue.
     if stages.prep {
-        let spec = prep_spec(d.kc);
-        let kernel = gpu.kernel(&spec)?;
-        let cfg = LaunchConfig {
-            grid_dim: (
-                (d.hk + d.hv) as u32,
-                seqs as u32,
-                t.div_ceil(PREP_TOKC) as u32,
-            ),
-            block_dim: (PREP_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
+        let out = PrepOut {
+            q: &ws.q,
+            k: &ws.k,
+            v: &ws.v,
+            g: &ws.g,
+            beta: &ws.beta,
         };
-        let mut b = gpu.launch(&kernel);
-        b.arg(&x.mixed)
-            .arg(&x.a)
-            .arg(&x.b)
-            .arg(&w.conv_w)
-            .arg(&w.a_log)
-            .arg(&w.dt_bias)
-            .arg(&st.conv)
-            .arg(&ws.q)
-            .arg(&ws.k)
-            .arg(&ws.v)
-            .arg(&ws.g)
-            .arg(&ws.beta);
-        for v in &dims_i {
-            b.arg(v);
-        }
-        // SAFETY: matches gdn/prep.cu; buffers sized by PrefillWorkspace::new.
-        unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+        let prep = (prep_spec(d.kc), PREP_BLOCK, PREP_TOKC);
+        // (PrefillWorkspace::new sized the outputs for seqs x t.)
+        launch_prep(gpu, prep, w, &st.conv, x, out, seqs, t)?;
     }
     if stages.wu {
         let spec = stages.wu_spec();
