@@ -324,7 +324,7 @@ fn dry_run_lists_gdn_keys_of_a_gdn_model_only() {
     }
     assert!(!stdout.contains("linear_exact/"), "{stdout}");
     assert!(stdout.contains("8 keys"), "{stdout}");
-    // One lane: the per-tile kernel is the default; eight: the grouped one.
+    // One lane: the per-tile kernel is the default; eight: the split step.
     let default_of = |key: &str| {
         stdout
             .lines()
@@ -334,7 +334,7 @@ fn dry_run_lists_gdn_keys_of_a_gdn_model_only() {
             .to_string()
     };
     assert_eq!(default_of("gdn_step/f32/hk16/hv48/t1/"), "l16e8r2w8v");
-    assert_eq!(default_of("gdn_step/f32/hk16/hv48/t8/"), "l16e8r2w8vg6");
+    assert_eq!(default_of("gdn_step/f32/hk16/hv48/t8/"), "l16e8r2w2vx");
     assert!(
         stderr.contains("GDN layers HK=16 HV=48 dk=128 dv=128"),
         "{stderr}"

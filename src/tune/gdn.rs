@@ -119,9 +119,12 @@ pub fn tile_for(key: &ShapeKey, entry: &str) -> Option<(StateType, GdnDims, u32,
 }
 
 /// A short name of a step entry for tables: the tile part (`l16e8r2w8vg6` of
-/// `gdn_step_f32_l16e8r2w8vg6_k4`); `None` for another family's entry. Display only.
+/// `gdn_step_f32_l16e8r2w8vg6_k4`, `l16e8r2w2vx` of the split step's
+/// `gdn_update_f32_l16e8r2w2vx`); `None` for another family's entry. Display only.
 pub fn short_entry(entry: &str) -> Option<&str> {
-    let rest = entry.strip_prefix("gdn_step_")?;
+    let rest = entry
+        .strip_prefix("gdn_step_")
+        .or_else(|| entry.strip_prefix("gdn_update_"))?;
     let rest = rest.split_once('_').map(|(_, r)| r)?;
     Some(rest.rsplit_once("_k").map(|(t, _)| t).unwrap_or(rest))
 }
@@ -226,9 +229,10 @@ mod tests {
                     }
                 }
             }
-            // One lane: the per-tile kernel; eight: the grouped one (bench/gdn run 5).
-            assert_eq!(candidates(state, &QWEN36_27B, 1)[0].tile.group, 0);
-            assert!(candidates(state, &QWEN36_27B, 8)[0].tile.group > 0);
+            // One lane: the fused per-tile kernel; eight: the split step (bench/kernels v44).
+            let one = candidates(state, &QWEN36_27B, 1)[0].tile;
+            assert!(one.group == 0 && !one.split);
+            assert!(candidates(state, &QWEN36_27B, 8)[0].tile.split);
         }
         let mut odd = QWEN36_27B;
         odd.kc = 3;
@@ -259,6 +263,10 @@ mod tests {
         assert_eq!(
             short_entry("gdn_step_f16_l16e8r2w8vm3g4s4_k4"),
             Some("l16e8r2w8vm3g4s4")
+        );
+        assert_eq!(
+            short_entry("gdn_update_f16_l16e8r4w4vx"),
+            Some("l16e8r4w4vx")
         );
         assert_eq!(
             short_entry("linear_exact_stream_q4_g64_plain_t1_r4_w4_u2"),
