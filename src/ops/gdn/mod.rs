@@ -385,13 +385,12 @@ impl RecurrentRoute {
     }
 
     /// The heuristic by batch size, from the H200 runs: the per-tile 32-column kernel at
-    /// 1-4 lanes (1 lane, 27B: f32 6.37 us, f16 5.60 us; at 4 lanes it beats g6 on both
-    /// models and state types, by 8-40%, in the tuner's run-10 timings,
-    /// `bench/tune/README.md`), the grouped g6 kernel from 5 lanes (8 lanes, 27B, `bench/gdn`
-    /// run 5: f32 21.2 us against 23.9 us for the best per-tile kernel, f16 16.3 us against
-    /// 16.8 us; too few blocks for 132 SMs at 4 lanes). Run 9 (PDL, the prologue in one round
-    /// trip): 1 lane r2w8 f32 4.26 us, f16 3.35 us; at 8 lanes r4w4 (20.1 / 14.2 us) now
-    /// edges g6 (20.5 / 15.6 us) on the 27B; left to the tuner until both models are timed.
+    /// 1-4 lanes (1 lane, 27B: f32 4.28 us, f16 3.36 us with PDL, bench/kernels v44; at 4
+    /// lanes it beat g6 on both models and state types, by 8-40%, in the tuner's run-10
+    /// timings, `bench/tune/README.md`), the split step from 5 lanes in mode step (8 lanes,
+    /// 27B, bench/kernels v45: f32 17.6 us, f16 11.4 us, against 20.0 / 14.2 for the best
+    /// fused tile, r4w4), else the grouped g6 kernel (bench/gdn run 5: 8 lanes f32 21.2 us
+    /// against 23.9 for the per-tile kernel then; too few blocks for 132 SMs at 4 lanes).
     pub fn choose_for_lanes(
         mode: Mode,
         state: StateType,
