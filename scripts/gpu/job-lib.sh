@@ -4,6 +4,8 @@
 #                         .gpu/NAME/kc*.t?z into NINFER_CACHE_DIR (/tmp/NAME-cache), sets
 #                         NINFER_REV from .gpu/NAME/REV, empties $O (/tmp/NAME-out) and
 #                         writes $O/context.txt: revision (and WHAT), date, GPU.
+#   job_use NAME          after job_init NAME (an A/B job inits each build in turn): B,
+#                         NINFER_CACHE_DIR and NINFER_REV back to NAME's build; O unchanged.
 #   left S                seconds left of LIMIT since T0, at most S (at least 1): a timeout.
 #   t MSG                 prints the seconds since T0 and MSG.
 # The earlier jobs (v25-v31) inline the same steps; they stay as they ran.
@@ -22,4 +24,9 @@ job_init() {
     rm -rf $O && mkdir -p $O
     { echo "revision: $NINFER_REV${2:+ $2}"; date -u +%FT%TZ;
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; } > $O/context.txt
+}
+job_use() {
+    B=/tmp/$1-ninfer
+    export NINFER_REV="$(cat .gpu/$1/REV)"
+    export NINFER_CACHE_DIR=/tmp/$1-cache
 }
