@@ -303,36 +303,35 @@ pub fn small_k_tile(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile
 }
 
 /// The direct split a launch of `route` on an `[n, k]` weight runs, if it runs one: what
-/// `launch_with` substitutes, without a GPU. A ring route on a K that is not a multiple of
-/// 1024 launches the stream default (the ring takes none of those), and the stream default
-/// at one column takes [`small_k_tile`]'s split.
+/// `launch_with` substitutes ([`launched_route`]), without a GPU. A ring route on a K that
+/// is not a multiple of 1024 launches the stream default (the ring takes none of those),
+/// and the stream default at one column takes [`small_k_tile`]'s split.
 pub fn launched_direct(route: &ExactRoute, n: usize, k: usize) -> Option<StreamTile> {
-    let mut r = match route.kernel {
-        ExactKernel::Stream(_) => route.clone(),
-        ExactKernel::Ring(_) if !k.is_multiple_of(1024) => route.stream_fallback(),
-        _ => return None,
-    };
-    // At most two substitutions: a direct split past its K runs the default split, which
-    // may take the small-K split.
-    for _ in 0..2 {
-        let ExactKernel::Stream(tile) = r.kernel else {
-            return None;
-        };
-        let instead = if tile.direct && !direct_fits(tile, r.tt, k) {
-            Some(stream_tile(r.tt))
-        } else if tile.direct {
-            None
-        } else {
-            small_k_tile(&r, n, k)
-        };
-        match instead {
-            Some(t) => r.kernel = ExactKernel::Stream(t),
-            None => break,
-        }
-    }
-    match r.kernel {
+    match launched_route(route, n, k).kernel {
         ExactKernel::Stream(t) if t.direct => Some(t),
         _ => None,
+    }
+}
+
+/// The split a launch of the stream route `route` on an `[n, k]` weight runs instead of its
+/// own, if any: a direct split past its K (or at more than one column) runs the default
+/// split; the default split at one column runs the small-K split where one applies, unless
+/// `exact_tile` (qualify's launches, each split by name). `None` for other kernels.
+fn stream_substitute(
+    route: &ExactRoute,
+    n: usize,
+    k: usize,
+    exact_tile: bool,
+) -> Option<StreamTile> {
+    let ExactKernel::Stream(tile) = route.kernel else {
+        return None;
+    };
+    if tile.direct && !direct_fits(tile, route.tt, k) {
+        Some(stream_tile(route.tt))
+    } else if exact_tile {
+        None
+    } else {
+        small_k_tile(route, n, k)
     }
 }
 
@@ -1127,23 +1126,12 @@ pub(super) fn launch_inner(
     if t == 0 || n == 0 {
         return Ok(());
     }
-    if let ExactKernel::Stream(tile) = route.kernel {
-        // A direct split past its K (or at more than one column) runs the default split;
-        // the default split at one column runs the small-K split where one applies.
-        let instead = if tile.direct && !direct_fits(tile, route.tt, k) {
-            Some(stream_tile(route.tt))
-        } else if over.exact_tile {
-            None
-        } else {
-            small_k_tile(route, n, k)
+    if let Some(tile) = stream_substitute(route, n, k, over.exact_tile) {
+        let other = ExactRoute {
+            kernel: ExactKernel::Stream(tile),
+            ..route.clone()
         };
-        if let Some(tile) = instead {
-            let other = ExactRoute {
-                kernel: ExactKernel::Stream(tile),
-                ..route.clone()
-            };
-            return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
-        }
+        return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
     }
     let entry = route.spec();
     // Stream and ring routes launch programmatically (their specs opt in; gemv.cu does not).
@@ -1867,14 +1855,19 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
 
 /// The kernel a one-column stream or ring route launches on `(n, k)` (16-byte aligned
 /// planes assumed): the ring kernel's stream fallback where K is not a multiple of 1024,
-/// then the small-K substitute ([`small_k_tile`]). For labels.
+/// then the stream kernel's substitutes ([`stream_substitute`]: at most two, a direct split
+/// past its K runs the default split, which may take the small-K split). For labels and
+/// for [`launched_direct`].
 pub fn launched_route(route: &ExactRoute, n: usize, k: usize) -> ExactRoute {
     let mut r = route.clone();
     if matches!(r.kernel, ExactKernel::Ring(_)) && !k.is_multiple_of(1024) {
         r = r.stream_fallback();
     }
-    if let Some(tile) = small_k_tile(&r, n, k) {
-        r.kernel = ExactKernel::Stream(tile);
+    for _ in 0..2 {
+        match stream_substitute(&r, n, k, false) {
+            Some(t) => r.kernel = ExactKernel::Stream(t),
+            None => break,
+        }
     }
     r
 }

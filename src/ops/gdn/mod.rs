@@ -437,7 +437,7 @@ impl RecurrentRoute {
     pub fn all_for(mode: Mode, state: StateType, dims: &GdnDims) -> Vec<Self> {
         tiles(state)
             .into_iter()
-            .filter(|t| t.fits(dims.dk) && (!t.split || mode == Mode::Step))
+            .filter(|t| t.fits(dims.dk) && t.serves(mode, 1))
             .map(|tile| RecurrentRoute {
                 mode,
                 state,
@@ -622,10 +622,7 @@ pub fn instantiations() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
     for mode in Mode::ALL {
         for state in StateType::ALL {
-            for tile in tiles(state)
-                .into_iter()
-                .filter(|t| !t.split || mode == Mode::Step)
-            {
+            for tile in tiles(state).into_iter().filter(|t| t.serves(mode, 1)) {
                 specs.push(
                     RecurrentRoute {
                         mode,
@@ -892,15 +889,7 @@ pub fn launch_recurrent(
             shared_mem_bytes: smem as u32,
         }
     } else {
-        LaunchConfig {
-            grid_dim: (
-                d.dv.div_ceil(route.tile.cols_per_block()) as u32,
-                d.hv as u32,
-                st.lanes as u32,
-            ),
-            block_dim: (route.tile.warps * 32, 1, 1),
-            shared_mem_bytes: 0,
-        }
+        column_tiles(route, d, st.lanes)
     };
     let sp = st.s.ptr(gpu);
     let (out_p, rec_s, rec_c, cnt) = (
@@ -931,6 +920,20 @@ pub fn launch_recurrent(
     // callers' buffer sizes bound every access.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
+}
+
+/// The launch of a kernel with one block per column tile of one value head of one lane
+/// (`gdn/recurrent.cu` and `gdn/update.cu`): grid (tiles, HV, lanes).
+fn column_tiles(route: &RecurrentRoute, d: &GdnDims, lanes: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            d.dv.div_ceil(route.tile.cols_per_block()) as u32,
+            d.hv as u32,
+            lanes as u32,
+        ),
+        block_dim: (route.tile.warps * 32, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// `gdn/prep.cu`'s five outputs, in a prefill workspace or a state's [`PrepBufs`].
@@ -1017,15 +1020,7 @@ fn launch_split(
 
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
-    let cfg = LaunchConfig {
-        grid_dim: (
-            d.dv.div_ceil(route.tile.cols_per_block()) as u32,
-            d.hv as u32,
-            st.lanes as u32,
-        ),
-        block_dim: (route.tile.warps * 32, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = column_tiles(route, d, st.lanes);
     let sp = st.s.ptr(gpu);
     let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     let mut b = gpu.launch(&kernel);
