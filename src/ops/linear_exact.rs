@@ -622,7 +622,11 @@ impl ExactRoute {
             .param("stages", stages)
             .param("prologue", self.prologue.param())
             .programmatic(),
-            ExactKernel::Mma(MmaTile { warps, unroll }) => KernelSpec::new(
+            ExactKernel::Mma(MmaTile {
+                warps,
+                unroll,
+                mt: 0,
+            }) => KernelSpec::new(
                 "linear_exact",
                 "linear/gemv_mma.cu",
                 format!(
@@ -632,6 +636,18 @@ impl ExactRoute {
             )
             .param("warps", warps)
             .param("unroll", unroll)
+            .param("prologue", self.prologue.param())
+            .programmatic(),
+            ExactKernel::Mma(MmaTile { warps, mt, .. }) => KernelSpec::new(
+                "linear_exact",
+                "linear/gemv_mma_ring.cu",
+                format!(
+                    "linear_exact_mmaring_{f}_{e}_t{}_w{warps}_m{mt}{pro}",
+                    self.tt
+                ),
+            )
+            .param("warps", warps)
+            .param("mt", mt)
             .param("prologue", self.prologue.param())
             .programmatic(),
         }
@@ -1175,8 +1191,27 @@ pub(super) fn launch_inner(
             (grid, ks as usize, smem)
         }
         ExactKernel::Mma(tile) => {
+            if let Some(tile) =
+                super::linear_mma_exact::mma_substitute(route, n, k).filter(|_| !over.exact_tile)
+            {
+                let other = ExactRoute {
+                    kernel: ExactKernel::Mma(tile),
+                    ..route.clone()
+                };
+                return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
+            }
             let (p, scratch) =
                 super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?;
+            if tile.mt > 0 && !p.one_slab(k / w.format.group) {
+                // The ring kernel stages its whole K-range: without room for that (no scratch
+                // for K-ranges' sums, e.g. a first use inside a graph capture) the register
+                // kernel runs the launch.
+                let other = ExactRoute {
+                    kernel: ExactKernel::Mma(super::linear_mma_exact::mma_tile(route.tt)),
+                    ..route.clone()
+                };
+                return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
+            }
             if p.kr > 1 {
                 (kr, part) = (p.kr, scratch);
             }
@@ -1853,13 +1888,17 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     Ok(records)
 }
 
-/// The kernel a one-column stream or ring route launches on `(n, k)` (16-byte aligned
-/// planes assumed): the ring kernel's stream fallback where K is not a multiple of 1024,
-/// then the stream kernel's substitutes ([`stream_substitute`]: at most two, a direct split
-/// past its K runs the default split, which may take the small-K split). For labels and
-/// for [`launched_direct`].
+/// The kernel a stream, ring or mma route launches on `(n, k)` (16-byte aligned planes and
+/// the scratch assumed): the register mma tile for an mma ring tile past its shapes
+/// ([`super::linear_mma_exact::mma_substitute`]); the ring kernel's stream fallback where K
+/// is not a multiple of 1024, then the stream kernel's substitutes ([`stream_substitute`]:
+/// at most two, a direct split past its K runs the default split, which may take the
+/// small-K split). For labels and for [`launched_direct`].
 pub fn launched_route(route: &ExactRoute, n: usize, k: usize) -> ExactRoute {
     let mut r = route.clone();
+    if let Some(tile) = super::linear_mma_exact::mma_substitute(&r, n, k) {
+        r.kernel = ExactKernel::Mma(tile);
+    }
     if matches!(r.kernel, ExactKernel::Ring(_)) && !k.is_multiple_of(1024) {
         r = r.stream_fallback();
     }

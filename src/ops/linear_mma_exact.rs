@@ -26,12 +26,14 @@ use crate::formats::{Format, FormatKind, Layout};
 use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
 
-/// The mma kernel's split: `warps` per block, `unroll` groups of weights per warp loaded
-/// into registers before any is used.
+/// The mma kernel's split: `warps` per block; `mt` 0 for `gemv_mma.cu` (each warp loads
+/// `unroll` groups of weights into registers before any is used), or the m-tiles a warp
+/// multiplies at once in `gemv_mma_ring.cu` (weights through a cp.async ring).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MmaTile {
     pub warps: u32,
     pub unroll: u32,
+    pub mt: u32,
 }
 
 /// Column tiles of the mma kernel (T = 1, 2, 4 for the benchmark's comparison; the route
@@ -79,6 +81,64 @@ pub fn mma_tile(tt: u32) -> MmaTile {
     MmaTile {
         warps: if tt >= 32 { 8 } else { 16 },
         unroll: 8,
+        mt: 0,
+    }
+}
+
+/// Column tiles with the ring kernel (`gemv_mma_ring.cu`), which [`choose`] takes there.
+pub const MMA_RING_TT: [u32; 1] = [8];
+
+/// The ring kernel's split: 12 warps, two m-tiles a warp unit (bench/kernels v46: 12 warps
+/// 22.5 us, 16 warps 30 us at the T = 8 shape; the pair of m-tiles shares each B fragment).
+pub fn mma_ring_tile() -> MmaTile {
+    MmaTile {
+        warps: 12,
+        unroll: 0,
+        mt: 2,
+    }
+}
+
+/// Whether [`choose`] takes the ring kernel at [`MMA_RING_TT`]: yes unless the environment
+/// sets `NINFER_MMA_RING=0` (an A/B switch for whole-model benchmarks).
+pub fn mma_ring_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_MMA_RING")
+}
+
+/// The split [`choose`] runs at tile `tt`.
+pub fn chosen_tile(tt: u32) -> MmaTile {
+    if MMA_RING_TT.contains(&tt) && mma_ring_enabled() {
+        mma_ring_tile()
+    } else {
+        mma_tile(tt)
+    }
+}
+
+/// The most weights (n x k) a ring-kernel launch takes; larger shapes run the register
+/// kernel at the same tile. Measured on the H200 (bench/kernels v48, T = 8, x20): the ring
+/// kernel made synthetic SmolLM2's 8-lane step 8-11% shorter (1,244-1,246 against
+/// 1,350-1,388 us; every linear there is under 1M weights), and lost on four of the five
+/// 27B-sized launches (17408x5120 38.2 against 36.3 us, 4096x14336 28.2 / 26.3, gate_up
+/// 34816x5120 72.9 / 69.4, in_proj 16480x5120 38.6 / 36.8; won 5120x17408, 36.9 / 40.6).
+pub const MMA_RING_MAX_WEIGHTS: usize = 4 << 20;
+
+/// The register tile a launch of the mma route `route` on an `[n, k]` weight runs instead
+/// of its ring tile (a shape past [`MMA_RING_MAX_WEIGHTS`]); `None` for other routes.
+pub fn mma_substitute(route: &ExactRoute, n: usize, k: usize) -> Option<MmaTile> {
+    match route.kernel {
+        ExactKernel::Mma(tile) if tile.mt > 0 && n * k > MMA_RING_MAX_WEIGHTS => {
+            Some(mma_tile(route.tt))
+        }
+        _ => None,
+    }
+}
+
+/// Bytes of a ring kernel's weight stages (two a warp, 16 mt rows x 128 bytes each).
+fn ring_bytes(tile: MmaTile) -> usize {
+    if tile.mt == 0 {
+        0
+    } else {
+        tile.warps as usize * 2 * 16 * tile.mt as usize * 128
     }
 }
 
@@ -111,7 +171,7 @@ pub fn choose(
         format,
         tt,
         epilogue,
-        kernel: ExactKernel::Mma(mma_tile(tt)),
+        kernel: ExactKernel::Mma(chosen_tile(tt)),
         prologue,
     })
 }
@@ -132,14 +192,20 @@ pub fn routes() -> Vec<ExactRoute> {
             if MMA_PROLOGUE_TT.contains(&tt) {
                 kinds.extend(PrologueKind::FUSED);
             }
-            for (prologue, epilogue) in kinds {
-                v.push(ExactRoute {
-                    format,
-                    tt,
-                    epilogue,
-                    kernel: ExactKernel::Mma(mma_tile(tt)),
-                    prologue,
-                });
+            let mut tiles = vec![mma_tile(tt)];
+            if MMA_RING_TT.contains(&tt) {
+                tiles.push(mma_ring_tile());
+            }
+            for tile in tiles {
+                for &(prologue, epilogue) in &kinds {
+                    v.push(ExactRoute {
+                        format,
+                        tt,
+                        epilogue,
+                        kernel: ExactKernel::Mma(tile),
+                        prologue,
+                    });
+                }
             }
         }
     }
@@ -151,14 +217,16 @@ fn n_tiles(tt: u32) -> usize {
     (3 * tt as usize).div_ceil(8)
 }
 
-/// Shared bytes of one staged group (every n-tile's fragments) and of the final reduction.
-fn smem_parts(format: &Format, tt: u32, warps: u32, rms: bool) -> (usize, usize) {
+/// Shared bytes of one staged group (every n-tile's fragments) and of the rest: the final
+/// reduction (16 rows a warp, 16 mt with the ring kernel) and the ring kernel's stages.
+fn smem_parts(format: &Format, tt: u32, tile: MmaTile, rms: bool) -> (usize, usize) {
     let nt = n_tiles(tt);
     // With RMSNorm, each staging unit's sum of squares: tt columns x 4 units a group.
     let squares = if rms { tt as usize * 4 * 4 } else { 0 };
+    let rows = 16 * tile.mt.max(1) as usize;
     (
         nt * format.group * 16 + squares,
-        warps as usize * 16 * (8 * nt + 1) * 4,
+        tile.warps as usize * rows * (8 * nt + 1) * 4 + ring_bytes(tile),
     )
 }
 
@@ -190,10 +258,13 @@ pub struct Room {
 /// for the sums (or with `kr` forced to 1) a K of several slabs keeps one K-range, and then
 /// at most one m-tile a warp (more blocks instead), as every pass would stage every slab
 /// again. `force_kr` (qualification) replaces the choice, within what fits.
+///
+/// The ring kernel (`tile.mt` > 0) stages its whole K-range at once: a plan whose slab is
+/// smaller than its K-range ([`MmaPlan::one_slab`] false) is not one it can run.
 pub fn plan(
     format: &Format,
     tt: u32,
-    warps: u32,
+    tile: MmaTile,
     rms: bool,
     (n, k): (usize, usize),
     room: Room,
@@ -204,9 +275,11 @@ pub fn plan(
         smem: budget,
         scratch,
     } = room;
-    let (per_group, red) = smem_parts(format, tt, warps, rms);
+    let warps = tile.warps;
+    let (per_group, red) = smem_parts(format, tt, tile, rms);
     let groups = (k / format.group).max(1);
-    let mtiles = n.div_ceil(16).max(1);
+    // m-tiles, or the ring kernel's chunks of mt m-tiles.
+    let mtiles = n.div_ceil(16 * tile.mt.max(1) as usize).max(1);
     let resident = resident.max(1);
     let slab_max = (budget.saturating_sub(red) / per_group).max(1);
     let want = force_kr.map_or(groups.div_ceil(slab_max), |f| f as usize);
@@ -227,6 +300,13 @@ pub fn plan(
         kr,
         slab,
         smem: slab * per_group + red,
+    }
+}
+
+impl MmaPlan {
+    /// Whether every K-range of `groups` fits one slab (what the ring kernel needs).
+    pub fn one_slab(&self, groups: usize) -> bool {
+        self.slab >= groups.div_ceil(self.kr)
     }
 }
 
@@ -273,7 +353,11 @@ pub(super) fn geometry(
         return Ok((hit, part));
     }
     let optin = gpu.props().smem_per_block_optin as usize;
-    let budget = over.smem_budget.unwrap_or(MMA_SMEM).min(optin);
+    // The ring kernel's stages come out of the same budget: it takes all a block may have.
+    let budget = over
+        .smem_budget
+        .unwrap_or(if tile.mt > 0 { optin } else { MMA_SMEM })
+        .min(optin);
     let threads = tile.warps * 32;
     // Residency at the largest shared size the plan can take.
     let alone = Room {
@@ -282,16 +366,7 @@ pub(super) fn geometry(
         scratch: 0,
     };
     let rms = matches!(route.prologue, PrologueKind::RmsNorm(_));
-    let most = plan(
-        route.format,
-        route.tt,
-        tile.warps,
-        rms,
-        (n, k),
-        alone,
-        Some(1),
-    )
-    .smem;
+    let most = plan(route.format, route.tt, tile, rms, (n, k), alone, Some(1)).smem;
     gpu.grant_shared_memory(f, most, entry)?;
     let resident =
         blocks_per_sm(gpu, f, entry, threads, most)? as usize * gpu.props().sm_count as usize;
@@ -302,7 +377,7 @@ pub(super) fn geometry(
         smem: budget,
         scratch,
     };
-    let got = plan(route.format, route.tt, tile.warps, rms, (n, k), room, force);
+    let got = plan(route.format, route.tt, tile, rms, (n, k), room, force);
     CACHE
         .lock()
         .expect("mma geometry cache")
@@ -497,7 +572,10 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 let us = median_batched_us(gpu, 15, |i| {
                     launch(gpu, &route, &weights[i % sets], xp, None, yp, t)
                 })?;
-                let mut rec = gemv_record(ctx, &what, route.spec().entry, (t, n, k), &layout, us);
+                let ran = super::linear_exact::launched_route(&route, n, k)
+                    .spec()
+                    .entry;
+                let mut rec = gemv_record(ctx, &what, ran, (t, n, k), &layout, us);
                 rec.peer = Some("cuBLAS bf16 (cublasGemmEx)".into());
                 rec.peer_median_us = Some(peer_us);
                 rec.speedup_vs_peer = Some(peer_us / us);
@@ -516,7 +594,7 @@ fn plain_mma_route(format: &'static Format, t: usize) -> ExactRoute {
         format,
         tt: mma_tt(t),
         epilogue: Epilogue::None,
-        kernel: ExactKernel::Mma(mma_tile(mma_tt(t))),
+        kernel: ExactKernel::Mma(chosen_tile(mma_tt(t))),
         prologue: PrologueKind::None,
     }
 }
@@ -605,7 +683,9 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
         records.push(gemv_record(
             ctx,
             &what,
-            route.spec().entry,
+            super::linear_exact::launched_route(&route, n, k)
+                .spec()
+                .entry,
             (t, n, k),
             &layout,
             us,
@@ -697,6 +777,33 @@ mod tests {
     }
 
     #[test]
+    fn the_ring_kernel_takes_small_shapes_at_eight_columns() {
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let r = ExactRoute::choose(q4, 8, Epilogue::None);
+        assert_eq!(r.kernel, ExactKernel::Mma(mma_ring_tile()));
+        assert!(r.spec().entry.starts_with("linear_exact_mmaring_"));
+        // SmolLM2's linears run it; the 27B's run the register kernel under the same route.
+        for (n, k) in [(1536, 576), (576, 1536), (3072, 576), (576, 576)] {
+            assert_eq!(mma_substitute(&r, n, k), None, "{n}x{k}");
+            assert_eq!(super::super::linear_exact::launched_route(&r, n, k), r);
+        }
+        for (n, k) in [(17408, 5120), (5120, 17408), (34816, 5120), (49152, 576)] {
+            assert_eq!(mma_substitute(&r, n, k), Some(mma_tile(8)), "{n}x{k}");
+            let ran = super::super::linear_exact::launched_route(&r, n, k);
+            assert_eq!(ran.kernel, ExactKernel::Mma(mma_tile(8)));
+        }
+        // Other tiles keep the register kernel.
+        for t in [4, 16, 32] {
+            let r = ExactRoute::choose(q4, t, Epilogue::None);
+            assert!(
+                matches!(r.kernel, ExactKernel::Mma(MmaTile { mt: 0, .. })),
+                "T={t}"
+            );
+            assert_eq!(mma_substitute(&r, 576, 576), None);
+        }
+    }
+
+    #[test]
     fn mma_prologues_are_instantiated_where_chosen() {
         let specs = super::super::linear_exact::instantiations();
         let has = |e: &str| specs.iter().any(|s| s.entry == e);
@@ -719,7 +826,7 @@ mod tests {
         let scratch = Gpu::SCRATCH_BYTES;
         for f in [q4, q8] {
             for (tt, rms) in MMA_TT.iter().flat_map(|&tt| [(tt, false), (tt, true)]) {
-                let w = mma_tile(tt).warps;
+                let w = mma_tile(tt);
                 let (per, red) = smem_parts(f, tt, w, rms);
                 for (n, k) in [
                     (144, 64),
@@ -768,22 +875,67 @@ mod tests {
             scratch,
         };
         // T = 8, q4_g64: 3072 bytes a group, 25.6 KB of sums; 56 groups fit 200 KB.
-        let p = plan(q4, 8, 16, false, (17408, 5120), room(scratch), None);
+        let p = plan(
+            q4,
+            8,
+            mma_tile(8),
+            false,
+            (17408, 5120),
+            room(scratch),
+            None,
+        );
         assert_eq!((p.kr, p.slab, p.grid), (2, 40, 132));
-        let p = plan(q4, 8, 16, false, (5120, 17408), room(scratch), None);
+        let p = plan(
+            q4,
+            8,
+            mma_tile(8),
+            false,
+            (5120, 17408),
+            room(scratch),
+            None,
+        );
         assert_eq!((p.kr, p.slab, p.grid), (5, 55, 130));
         // Without the scratch: one K-range in slabs, at most one m-tile a warp.
-        let p = plan(q4, 8, 16, false, (34816, 5120), room(0), None);
+        let p = plan(q4, 8, mma_tile(8), false, (34816, 5120), room(0), None);
         assert_eq!((p.kr, p.slab, p.grid), (1, 40, 136));
-        let p = plan(q4, 8, 16, false, (34816, 5120), room(scratch), None);
+        let p = plan(
+            q4,
+            8,
+            mma_tile(8),
+            false,
+            (34816, 5120),
+            room(scratch),
+            None,
+        );
         assert_eq!((p.kr, p.grid), (2, 132));
         // One slab's K: no split, every m-tile in one wave.
-        let p = plan(q4, 8, 16, false, (49152, 576), room(scratch), None);
+        let p = plan(q4, 8, mma_tile(8), false, (49152, 576), room(scratch), None);
         assert_eq!((p.kr, p.slab, p.grid), (1, 9, 132));
+
+        // The ring kernel at T = 8 in sm_90's 227 KB: 96 KB of stages and 37.5 KB of sums
+        // leave 31 groups, so K = 5120 takes 3 K-ranges of one slab, K = 17408 nine.
+        let ring = mma_ring_tile();
+        let full = |scratch| Room {
+            resident: 132,
+            smem: 227 * 1024,
+            scratch,
+        };
+        let p = plan(q4, 8, ring, false, (17408, 5120), full(scratch), None);
+        assert_eq!((p.kr, p.slab, p.grid), (3, 27, 132));
+        assert!(p.one_slab(80) && p.smem <= 227 * 1024);
+        let p = plan(q4, 8, ring, false, (5120, 17408), full(scratch), None);
+        assert_eq!((p.kr, p.slab, p.grid), (9, 31, 126));
+        assert!(p.one_slab(272));
+        let p = plan(q4, 8, ring, true, (34816, 5120), full(scratch), None);
+        assert!(p.one_slab(80) && p.smem <= 227 * 1024, "{p:?}");
+        // Without the scratch a long K needs slabs: not a plan the ring kernel can run.
+        let p = plan(q4, 8, ring, false, (17408, 5120), full(0), None);
+        assert!(!p.one_slab(80), "{p:?}");
     }
 
-    /// Three instantiations (q4 T = 8 plain, q4 T = 16 RMSNorm(1 + w), q8 T = 32 SwiGLU +
-    /// residual) and the K-range sums with and without RMSNorm render, wait for the
+    /// Five instantiations (q4 T = 8 plain and q8 T = 8 SwiGLU + residual in the ring
+    /// kernel, q4 T = 16 RMSNorm(1 + w), q8 T = 32 SwiGLU + residual, q4 T = 8 plain in the
+    /// register kernel) and the K-range sums with and without RMSNorm render, wait for the
     /// previous kernel once, and compile with NVRTC for sm_90.
     #[test]
     fn mma_kernels_compile_with_nvrtc() {
@@ -794,12 +946,24 @@ mod tests {
         let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
         let mut specs: Vec<KernelSpec> = [
             choose(q4, 8, Epilogue::None, PrologueKind::None),
+            choose(q8, 8, Epilogue::Residual, PrologueKind::Swiglu),
             choose(q4, 16, Epilogue::None, zc),
             choose(q8, 32, Epilogue::Residual, PrologueKind::Swiglu),
         ]
         .into_iter()
         .map(|r| r.unwrap().spec())
         .collect();
+        // The register kernel at T = 8 (the tile's larger shapes run it).
+        specs.push(
+            ExactRoute {
+                format: q4,
+                tt: 8,
+                epilogue: Epilogue::None,
+                kernel: ExactKernel::Mma(mma_tile(8)),
+                prologue: PrologueKind::None,
+            }
+            .spec(),
+        );
         specs.push(sum_spec(Epilogue::None, true));
         specs.push(sum_spec(Epilogue::Residual, false));
         for spec in specs {
