@@ -9,6 +9,12 @@
 //! off), with the prologues at the column tiles [`MMA_PROLOGUE_TT`] (T = 3, 4 with a
 //! prologue keep the ring kernel); everything else stays with the ring and stream kernels
 //! (`super::linear_exact`).
+//!
+//! At [`MMA_RING_TT`] the route is `templates/linear/gemv_mma_ring.cu`, the same contract
+//! with the weights streamed through a per-warp cp.async ring ([`mma_ring_tile`]), on
+//! launches of at most [`MMA_RING_MAX_WEIGHTS`]; larger ones run the register kernel
+//! ([`mma_substitute`]). `NINFER_MMA_RING=0` takes the register kernel everywhere, `all`
+//! the ring kernel everywhere.
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -105,6 +111,13 @@ pub fn mma_ring_enabled() -> bool {
     super::linear_exact::switch_on(&ON, "NINFER_MMA_RING")
 }
 
+/// `NINFER_MMA_RING=all`: the ring kernel on every shape, past [`MMA_RING_MAX_WEIGHTS`]
+/// too (for measuring it there).
+fn mma_ring_everywhere() -> bool {
+    static ALL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALL.get_or_init(|| std::env::var("NINFER_MMA_RING").is_ok_and(|v| v == "all"))
+}
+
 /// The split [`choose`] runs at tile `tt`.
 pub fn chosen_tile(tt: u32) -> MmaTile {
     if MMA_RING_TT.contains(&tt) && mma_ring_enabled() {
@@ -123,10 +136,13 @@ pub fn chosen_tile(tt: u32) -> MmaTile {
 pub const MMA_RING_MAX_WEIGHTS: usize = 4 << 20;
 
 /// The register tile a launch of the mma route `route` on an `[n, k]` weight runs instead
-/// of its ring tile (a shape past [`MMA_RING_MAX_WEIGHTS`]); `None` for other routes.
+/// of its ring tile (a shape past [`MMA_RING_MAX_WEIGHTS`], unless `NINFER_MMA_RING=all`);
+/// `None` for other routes.
 pub fn mma_substitute(route: &ExactRoute, n: usize, k: usize) -> Option<MmaTile> {
     match route.kernel {
-        ExactKernel::Mma(tile) if tile.mt > 0 && n * k > MMA_RING_MAX_WEIGHTS => {
+        ExactKernel::Mma(tile)
+            if tile.mt > 0 && n * k > MMA_RING_MAX_WEIGHTS && !mma_ring_everywhere() =>
+        {
             Some(mma_tile(route.tt))
         }
         _ => None,
