@@ -98,36 +98,10 @@
 #define PRO_SWIGLU 0
 {%- endif %}
 
-// c = A * B with a zero accumulator (the first k16 step of a group).
-__device__ __forceinline__ void mma_zero_c(float* c, const u32* a, const u32* b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{ %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %10, %10, %10, %10 };"
-        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
-}
-
-// c += A * B.
-__device__ __forceinline__ void mma_acc_c(float* c, const u32* a, const u32* b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{ %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %0, %1, %2, %3 };"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// Splits the pair (a, b) into three bf16x2 whose sums are exactly a and b.
-__device__ __forceinline__ void split3(float a, float b, u32* hi, u32* mid, u32* lo) {
-    const u32 h = pack_bf16x2(a, b);
-    const float ra = a - __uint_as_float(h << 16);
-    const float rb = b - __uint_as_float(h & 0xffff0000u);
-    const u32 m = pack_bf16x2(ra, rb);
-    const float la = ra - __uint_as_float(m << 16);
-    const float lb = rb - __uint_as_float(m & 0xffff0000u);
-    *hi = h;
-    *mid = m;
-    *lo = pack_bf16x2(la, lb);  // exact: at most 8 significant bits remain
-}
+#define ROWS 16                        // rows of a warp's stream in a pass: one m-tile
+// Lane quad t holds the group's bytes [8 perm(t), +8) after the swap, perm = 0, 2, 1, 3.
+#define STAGE_LANE(tq) ((((tq) & 1) << 1) | ((tq) >> 1))
+{% include "linear/mma_exact.cuh" %}
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
@@ -317,73 +291,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             if (s0 != staged) {
                 __syncthreads();  // every warp is done reading the previous slab
 
-                // Stage: unit (group, token, lane quarter tq) writes the three split fragments
-                // of that token's FMT_LANE_N activations for the lanes (column % 8) * 4 + tq.
-                const int units = sg * T * 4;
-                for (int u = threadIdx.x; u < units; u += BLOCK) {
-                    const int tq = u & 3;
-                    const int tk = (u >> 2) % T;
-                    const int gl = (u >> 2) / T;
-                    const long long k0 = (long long)(s0 + gl) * FMT_GROUP + (((tq & 1) << 1) | (tq >> 1)) * FMT_LANE_N;
-                    const float* xp = x + (long long)tk * x_stride + k0;
-                    float v[FMT_LANE_N];
-#pragma unroll
-                    for (int i = 0; i < FMT_LANE_N / 4; ++i) {
-                        const float4 a = __ldg((const float4*)xp + i);
-                        v[4 * i] = a.x; v[4 * i + 1] = a.y; v[4 * i + 2] = a.z; v[4 * i + 3] = a.w;
-                    }
+                // Stage the slab (linear/mma_exact.cuh).
 #if PRO_RMS
-                    {
-                        // x * w is staged; 1 / rms multiplies the outputs (here with one
-                        // K-range, in splitk_sum.cu with several), so that a block needs
-                        // the squares of its own K-range only.
-                        float sq = 0.0f;
-#pragma unroll
-                        for (int i = 0; i < FMT_LANE_N; ++i) sq = fmaf(v[i], v[i], sq);
-                        ssu[u] = sq;
-#pragma unroll
-                        for (int i = 0; i < FMT_LANE_N / 4; ++i) {
-                            const float4 w4 = __ldg((const float4*)(pw + k0) + i);
-                            const float wv[4] = { w4.x, w4.y, w4.z, w4.w };
-#pragma unroll
-                            for (int m = 0; m < 4; ++m) {
-{%- if prologue == "rmsnorm1p" %}
-                                const float scale = 1.0f + wv[m];
-{%- else %}
-                                const float scale = wv[m];
-{%- endif %}
-                                v[4 * i + m] = v[4 * i + m] * scale;
-                            }
-                        }
-                    }
-#elif PRO_SWIGLU
-#pragma unroll
-                    for (int i = 0; i < FMT_LANE_N / 4; ++i) {
-                        const float4 a = __ldg((const float4*)(xp + K) + i);
-                        const float up[4] = { a.x, a.y, a.z, a.w };
-#pragma unroll
-                        for (int m = 0; m < 4; ++m) {
-                            const float gv = v[4 * i + m];
-                            // Fast intrinsics (a few ulp), as gemv_ring.cu: every block computes
-                            // silu over its K-range of the row.
-                            const float silu = __fdividef(gv, 1.0f + __expf(-gv));
-                            v[4 * i + m] = __fmul_rn(silu, up[m]);
-                        }
-                    }
+                stage_split(smem4, ssu, x, x_stride, pw, s0, sg, T, K);
+#else
+                stage_split(smem4, nullptr, x, x_stride, pw, s0, sg, T, K);
 #endif
-                    u32 fr[3][PAIRS];
-#pragma unroll
-                    for (int i = 0; i < PAIRS; ++i)
-                        split3(v[fmt_pair_lo(i)], v[fmt_pair_hi(i)], &fr[0][i], &fr[1][i], &fr[2][i]);
-#pragma unroll
-                    for (int p = 0; p < 3; ++p) {
-                        const int c = 3 * tk + p;
-                        uint4* d = smem4 + ((gl * NT + (c >> 3)) * XQ) * 32 + (c & 7) * 4 + tq;
-#pragma unroll
-                        for (int h = 0; h < XQ; ++h)
-                            d[h * 32] = make_uint4(fr[p][4 * h], fr[p][4 * h + 1], fr[p][4 * h + 2], fr[p][4 * h + 3]);
-                    }
-                }
                 __syncthreads();
                 staged = s0;
 #if PRO_RMS
@@ -420,36 +333,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 red[(warp * 16 + g + (e >= 2 ? 8 : 0)) * RED_LD + 8 * j + 2 * t + (e & 1)] = acc[j][e];
         __syncthreads();
 
-        // Row fastest, so that the stores of a token's outputs are contiguous.
-        const int outs = pmn * 16 * T;
-        for (int o = threadIdx.x; o < outs; o += BLOCK) {
-            const int r = o & 15;
-            const int tk = (o >> 4) % T;
-            const int st = (o >> 4) / T;
-            const int row = (pm0 + st) * 16 + r;
-            if (row < N) {
-                float hi = 0.0f, mid = 0.0f, lo = 0.0f;
-                for (int sl = 0; sl < ks; ++sl) {
-                    const float* p = red + ((st * ks + sl) * 16 + r) * RED_LD + 3 * tk;
-                    hi += p[0];
-                    mid += p[1];
-                    lo += p[2];
-                }
-                float out = hi + (mid + lo);
-                const long long at = (long long)tk * N + row;
 #if PRO_RMS
-                if (kr == 1) out *= rsqrtf(ss_blk[tk] / (float)K + eps);
+        write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, ss_blk, eps);
+#else
+        write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, nullptr, eps);
 #endif
-                if (kr > 1) {
-                    part[(long long)kb * T * N + at] = out;  // splitk_sum.cu adds the K-ranges
-                } else {
-{%- if epilogue == "residual" %}
-                    out += residual[at];
-{%- endif %}
-                    y[at] = out;
-                }
-            }
-        }
 
         next_pass();
         if (pmn > 0) {

@@ -1,0 +1,155 @@
+// The exact route's tensor-core pieces shared by linear/gemv_mma.cu and
+// linear/gemv_mma_ring.cu: the mma steps, the three-way bf16 split of an activation, the
+// staging of a K-range's split fragments (with the fused prologue) and the outputs of a
+// pass. The including kernel defines TT, NT, XQ, PAIRS, BLOCK, RED_LD, PRO_RMS,
+// PRO_SWIGLU, ROWS (rows of a warp's stream in a pass) and STAGE_LANE(tq) (which quarter
+// of a group lane quad t = tq holds: the order its weights reach the lanes in) first;
+// the Tera context's `prologue` and `epilogue` are this file's too.
+#ifndef NINFER_LINEAR_MMA_EXACT
+#define NINFER_LINEAR_MMA_EXACT
+
+// c = A * B with a zero accumulator (the first k16 step of a group).
+__device__ __forceinline__ void mma_zero_c(float* c, const u32* a, const u32* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{ %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %10, %10, %10, %10 };"
+        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+}
+
+// c += A * B.
+__device__ __forceinline__ void mma_acc_c(float* c, const u32* a, const u32* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{ %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %0, %1, %2, %3 };"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Splits the pair (a, b) into three bf16x2 whose sums are exactly a and b.
+__device__ __forceinline__ void split3(float a, float b, u32* hi, u32* mid, u32* lo) {
+    const u32 h = pack_bf16x2(a, b);
+    const float ra = a - __uint_as_float(h << 16);
+    const float rb = b - __uint_as_float(h & 0xffff0000u);
+    const u32 m = pack_bf16x2(ra, rb);
+    const float la = ra - __uint_as_float(m << 16);
+    const float lb = rb - __uint_as_float(m & 0xffff0000u);
+    *hi = h;
+    *mid = m;
+    *lo = pack_bf16x2(la, lb);  // exact: at most 8 significant bits remain
+}
+
+// Stages groups [s0, s0 + sg) of all T columns at xs, in the B-fragment order (per group,
+// n-tile, 16-byte piece: the 32 lanes' pieces contiguous, conflict-free 16-byte reads):
+// unit (group, token, lane quarter tq) writes the three split fragments of that token's
+// FMT_LANE_N activations for the lanes (column % 8) * 4 + tq. The prologue is applied
+// (rmsnorm / rmsnorm1p stage x * w and leave each unit's sum of squares in ssu[unit],
+// 1 / rms being applied to the outputs; swiglu stages silu(gate) * up, x rows holding
+// gate then up). The caller synchronises the block around it.
+__device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* __restrict__ x,
+                                            long long x_stride, const float* __restrict__ pw,
+                                            int s0, int sg, int T, int K) {
+    const int units = sg * T * 4;
+    for (int u = threadIdx.x; u < units; u += BLOCK) {
+        const int tq = u & 3;
+        const int tk = (u >> 2) % T;
+        const int gl = (u >> 2) / T;
+        const long long k0 = (long long)(s0 + gl) * FMT_GROUP + STAGE_LANE(tq) * FMT_LANE_N;
+        const float* xp = x + (long long)tk * x_stride + k0;
+        float v[FMT_LANE_N];
+#pragma unroll
+        for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+            const float4 a = __ldg((const float4*)xp + i);
+            v[4 * i] = a.x; v[4 * i + 1] = a.y; v[4 * i + 2] = a.z; v[4 * i + 3] = a.w;
+        }
+#if PRO_RMS
+        {
+            float sq = 0.0f;
+#pragma unroll
+            for (int i = 0; i < FMT_LANE_N; ++i) sq = fmaf(v[i], v[i], sq);
+            ssu[u] = sq;
+#pragma unroll
+            for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+                const float4 w4 = __ldg((const float4*)(pw + k0) + i);
+                const float wv[4] = { w4.x, w4.y, w4.z, w4.w };
+#pragma unroll
+                for (int m = 0; m < 4; ++m) {
+{%- if prologue == "rmsnorm1p" %}
+                    const float scale = 1.0f + wv[m];
+{%- else %}
+                    const float scale = wv[m];
+{%- endif %}
+                    v[4 * i + m] = v[4 * i + m] * scale;
+                }
+            }
+        }
+#elif PRO_SWIGLU
+#pragma unroll
+        for (int i = 0; i < FMT_LANE_N / 4; ++i) {
+            const float4 a = __ldg((const float4*)(xp + K) + i);
+            const float up[4] = { a.x, a.y, a.z, a.w };
+#pragma unroll
+            for (int m = 0; m < 4; ++m) {
+                const float gv = v[4 * i + m];
+                // Fast intrinsics (a few ulp), as gemv_ring.cu: every block computes silu
+                // over its K-range of the row.
+                const float silu = __fdividef(gv, 1.0f + __expf(-gv));
+                v[4 * i + m] = __fmul_rn(silu, up[m]);
+            }
+        }
+#endif
+        u32 fr[3][PAIRS];
+#pragma unroll
+        for (int i = 0; i < PAIRS; ++i)
+            split3(v[fmt_pair_lo(i)], v[fmt_pair_hi(i)], &fr[0][i], &fr[1][i], &fr[2][i]);
+#pragma unroll
+        for (int p = 0; p < 3; ++p) {
+            const int c = 3 * tk + p;
+            uint4* d = xs + ((gl * NT + (c >> 3)) * XQ) * 32 + (c & 7) * 4 + tq;
+#pragma unroll
+            for (int h = 0; h < XQ; ++h)
+                d[h * 32] = make_uint4(fr[p][4 * h], fr[p][4 * h + 1], fr[p][4 * h + 2], fr[p][4 * h + 3]);
+        }
+    }
+}
+
+// The outputs of a pass: pmn streams from row pm0 * ROWS, each summed over its ks slices
+// in slice order from red (row r of stream st, slice sl at (st * ks + sl) * ROWS + r, its
+// columns 3 tk + part), hi + (mid + lo). One K-range: times 1 / rms (RMSNorm, from ss_blk)
+// and plus the residual into y; several: into part[kb] (linear/splitk_sum.cu adds them).
+// Row fastest, so that the stores of a token's outputs are contiguous.
+__device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, int ks, int T,
+                                           int N, int K, int kr, int kb, float* part, float* y,
+                                           const float* residual, const float* ss_blk, float eps) {
+    const int outs = pmn * ROWS * T;
+    for (int o = threadIdx.x; o < outs; o += BLOCK) {
+        const int r = (unsigned)o % ROWS;  // ROWS a power of two: a mask and a shift
+        const int tk = (int)((unsigned)o / ROWS) % T;
+        const int st = (int)((unsigned)o / ROWS) / T;
+        const int row = (pm0 + st) * ROWS + r;
+        if (row < N) {
+            float hi = 0.0f, mid = 0.0f, lo = 0.0f;
+            for (int sl = 0; sl < ks; ++sl) {
+                const float* p = red + ((st * ks + sl) * ROWS + r) * RED_LD + 3 * tk;
+                hi += p[0];
+                mid += p[1];
+                lo += p[2];
+            }
+            float out = hi + (mid + lo);
+            const long long at = (long long)tk * N + row;
+#if PRO_RMS
+            if (kr == 1) out *= rsqrtf(ss_blk[tk] / (float)K + eps);
+#endif
+            if (kr > 1) {
+                part[(long long)kb * T * N + at] = out;
+            } else {
+{%- if epilogue == "residual" %}
+                out += residual[at];
+{%- endif %}
+                y[at] = out;
+            }
+        }
+    }
+}
+
+#endif  // NINFER_LINEAR_MMA_EXACT
