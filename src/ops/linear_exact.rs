@@ -887,7 +887,8 @@ pub(super) struct Override {
     /// Ring kernel: K-slices per row stream instead of [`ring_ks`]'s choice.
     pub(super) ks: Option<u32>,
     /// Stream kernel: launch the route's own split (no small-K substitute, see
-    /// [`small_k_tile`]); a direct split past its K still runs the default one.
+    /// [`small_k_tile`]); a direct split past its K still runs the default one. Mma ring
+    /// tile: the ring kernel past [`super::linear_mma_exact::MMA_RING_MAX_WEIGHTS`] too.
     pub(super) exact_tile: bool,
     /// Mma kernel: K-ranges instead of [`super::linear_mma_exact::plan`]'s choice (1: one
     /// K-range of several slabs, the path without the scratch).

@@ -521,6 +521,16 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
             v.push((odd, 1000, 2048, forced));
         }
     }
+    if matches!(route.kernel, ExactKernel::Mma(MmaTile { mt: 1.., .. })) {
+        // The ring kernel runs as named on every shape (no swap to the register kernel past
+        // MMA_RING_MAX_WEIGHTS), and only in its own plans: the forced budgets and the
+        // single K-range of several slabs are plans it cannot run (the launch would hand
+        // them to the register kernel, which its own routes qualify).
+        v.retain(|&(_, _, _, o)| o.smem_budget.is_none() && o.k_ranges.is_none());
+        for case in &mut v {
+            case.3.exact_tile = true;
+        }
+    }
     v
 }
 
@@ -816,6 +826,24 @@ mod tests {
                 "T={t}"
             );
             assert_eq!(mma_substitute(&r, 576, 576), None);
+        }
+    }
+
+    #[test]
+    fn ring_routes_qualify_their_own_kernel() {
+        for r in routes() {
+            let ring = matches!(r.kernel, ExactKernel::Mma(MmaTile { mt: 1.., .. }));
+            let cases = cases(&r);
+            assert!(!cases.is_empty(), "{}", r.spec().entry);
+            for (t, n, k, o) in cases {
+                if ring {
+                    assert!(o.exact_tile, "{} {t} {n}x{k}", r.spec().entry);
+                    assert!(o.smem_budget.is_none() && o.k_ranges.is_none());
+                    // As named, even past the shape rule.
+                    let over = mma_substitute(&r, n, k).filter(|_| !o.exact_tile);
+                    assert_eq!(over, None);
+                }
+            }
         }
     }
 
