@@ -1652,7 +1652,7 @@ fn ring_cases(route: &ExactRoute) -> Vec<Case> {
 }
 
 /// Every route at every shape its format can take, outputs poisoned, against the oracle
-/// (the stream routes' cases: [`stream_cases`]). Random weights are shared by the routes of
+/// (the stream routes' cases: `stream_cases`). Random weights are shared by the routes of
 /// one format (each check draws fresh activations).
 pub fn qualify(
     gpu: &Gpu,
@@ -1892,7 +1892,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
 /// The kernel a stream, ring or mma route launches on `(n, k)` (16-byte aligned planes and
 /// the scratch assumed): the register mma tile for an mma ring tile past its shapes
 /// ([`super::linear_mma_exact::mma_substitute`]); the ring kernel's stream fallback where K
-/// is not a multiple of 1024, then the stream kernel's substitutes ([`stream_substitute`]:
+/// is not a multiple of 1024, then the stream kernel's substitutes (`stream_substitute`:
 /// at most two, a direct split past its K runs the default split, which may take the
 /// small-K split). For labels and for [`launched_direct`].
 pub fn launched_route(route: &ExactRoute, n: usize, k: usize) -> ExactRoute {

@@ -247,7 +247,7 @@ fn smem_parts(format: &Format, tt: u32, tile: MmaTile, rms: bool) -> (usize, usi
 }
 
 /// How one launch covers the shape: `grid` blocks, `kr` K-ranges (the grid is m-ranges x
-/// kr; kr > 1 leaves the K-ranges' sums in the scratch for [`launch_sum`]), `slab` groups
+/// kr; kr > 1 leaves the K-ranges' sums in the scratch for `launch_sum`), `slab` groups
 /// staged at a time and `smem` dynamic shared bytes (one slab, then the slices' sums).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MmaPlan {
