@@ -104,18 +104,29 @@ pub fn mma_ring_tile() -> MmaTile {
     }
 }
 
-/// Whether [`choose`] takes the ring kernel at [`MMA_RING_TT`]: yes unless the environment
-/// sets `NINFER_MMA_RING=0` (an A/B switch for whole-model benchmarks).
-pub fn mma_ring_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    super::linear_exact::switch_on(&ON, "NINFER_MMA_RING")
+/// Where the ring kernel runs, from `NINFER_MMA_RING` (read once): unset, the route at
+/// [`MMA_RING_TT`] on launches up to [`MMA_RING_MAX_WEIGHTS`]; `0`, nowhere (the register
+/// kernel: an A/B switch for whole-model benchmarks); `all`, on every shape (for measuring
+/// it past the rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RingMode {
+    Off,
+    SmallShapes,
+    Everywhere,
 }
 
-/// `NINFER_MMA_RING=all`: the ring kernel on every shape, past [`MMA_RING_MAX_WEIGHTS`]
-/// too (for measuring it there).
-fn mma_ring_everywhere() -> bool {
-    static ALL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALL.get_or_init(|| std::env::var("NINFER_MMA_RING").is_ok_and(|v| v == "all"))
+fn ring_mode() -> RingMode {
+    static MODE: std::sync::OnceLock<RingMode> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("NINFER_MMA_RING").as_deref() {
+        Ok("0") => RingMode::Off,
+        Ok("all") => RingMode::Everywhere,
+        _ => RingMode::SmallShapes,
+    })
+}
+
+/// Whether [`choose`] takes the ring kernel at [`MMA_RING_TT`] (see `RingMode`).
+pub fn mma_ring_enabled() -> bool {
+    ring_mode() != RingMode::Off
 }
 
 /// The split [`choose`] runs at tile `tt`.
@@ -141,7 +152,9 @@ pub const MMA_RING_MAX_WEIGHTS: usize = 4 << 20;
 pub fn mma_substitute(route: &ExactRoute, n: usize, k: usize) -> Option<MmaTile> {
     match route.kernel {
         ExactKernel::Mma(tile)
-            if tile.mt > 0 && n * k > MMA_RING_MAX_WEIGHTS && !mma_ring_everywhere() =>
+            if tile.mt > 0
+                && n * k > MMA_RING_MAX_WEIGHTS
+                && ring_mode() != RingMode::Everywhere =>
         {
             Some(mma_tile(route.tt))
         }
