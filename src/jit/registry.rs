@@ -83,6 +83,7 @@ mod tests {
                 "gdn/grouped.cu",
                 "gdn/staged.cu",
                 "gdn/prep.cu",
+                "gdn/prep_warp.cu",
                 "gdn/update.cu",
                 "gdn/out_norm.cu",
             ]

@@ -1,6 +1,8 @@
 {#
-  GDN prefill prologue: causal conv (+ SiLU) with conv state, q/k L2 norm and q scaling,
-  gating. Writes the recurrence's prepared inputs for every token (f32):
+  GDN prologue over token chunks, a block per head: causal conv (+ SiLU) with conv state,
+  q/k L2 norm and q scaling, gating. The split decode step's first half (below); the
+  prefill's prologue is gdn/prep_warp.cu (a warp per channel group and 4 tokens).
+  Writes the recurrence's prepared inputs for every token (f32):
     q, k [seqs][T][HK][dk]   v [seqs][T][HV][dv]   g, beta [seqs][T][HV]
   and the new conv state (the last kc-1 inputs of each sequence).
   Grid (HK + HV, seqs, ceil(T / tokc)): block x < HK does the q and k channels of key head

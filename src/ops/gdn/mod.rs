@@ -8,7 +8,7 @@
 //!   modes step / record / replay, templated on the state storage type and the tile; the
 //!   same kernel grouped by key head, `gdn/grouped.cu`, and with a cp.async pipeline,
 //!   `gdn/staged.cu`, selected by [`Tile::group`] and [`Tile::stages`]), the
-//!   prefill prologue (`gdn/prep.cu`), the chunked prefill (`gdn/chunk.cu`, chunk 64,
+//!   prefill prologue (`gdn/prep_warp.cu`), the chunked prefill (`gdn/chunk.cu`, chunk 64,
 //!   WY/UT form, f32 interface: f16 storage is staged through an f32 workspace; its scan
 //!   stage also on tensor cores, `gdn/chunk_tc.cu`, see [`ChunkMath`]), the
 //!   output norm (`gdn/out_norm.cu`) and the state conversion (`gdn/convert.cu`).
@@ -448,9 +448,13 @@ impl RecurrentRoute {
     }
 }
 
-const PREP_BLOCK: u32 = 128;
-const PREP_TOKC: usize = 16;
-const PREP_CHMAX: usize = 2; // 2*dk and dv up to 256
+/// The prefill's prologue (`gdn/prep_warp.cu`): a warp per channel group (q, k or v of
+/// one head) and 4 tokens, 4 warps a block, 4 channels a lane.
+const PREP_WARPS: u32 = 4;
+const PREP_TPW: usize = 4;
+const PREP_LANE_CH: usize = 4;
+/// Channels of one group the prefill's prologue takes (dk and dv at most): 32 lanes x 4.
+const PREP_CHANNELS: usize = 32 * PREP_LANE_CH;
 const CHUNK_DKMAX: usize = 128;
 /// Columns of S per scan block: 16 (bench/gdn run 5, 4096 tokens: 1.72 ms; 32: 1.84 ms;
 /// 64: 2.39 ms).
@@ -506,7 +510,7 @@ pub const PREFILL_DEFAULT: (ChunkMath, ChunkMath) = (ChunkMath::Tf32x3, ChunkMat
 const NORM_BLOCK: u32 = 128;
 
 /// The split decode step's prologue: `gdn/prep.cu` for one token, one channel a thread
-/// (the prefill's instantiation loops 16 tokens over 2 channels a thread of 128).
+/// (the prefill takes `gdn/prep_warp.cu`, a warp per channel group and 4 tokens).
 const PREP_DECODE_BLOCK: u32 = 256;
 fn prep_decode_spec(kc: usize) -> KernelSpec {
     KernelSpec::new(
@@ -524,14 +528,14 @@ fn prep_decode_spec(kc: usize) -> KernelSpec {
 fn prep_spec(kc: usize) -> KernelSpec {
     KernelSpec::new(
         "gdn_prep",
-        "gdn/prep.cu",
-        format!("gdn_prep_b{PREP_BLOCK}_t{PREP_TOKC}_k{kc}"),
+        "gdn/prep_warp.cu",
+        format!("gdn_prep_warp_w{PREP_WARPS}_t{PREP_TPW}_k{kc}"),
     )
     .programmatic()
-    .param("block", PREP_BLOCK)
-    .param("tokc", PREP_TOKC)
+    .param("warps", PREP_WARPS)
+    .param("tpw", PREP_TPW)
     .param("kc", kc)
-    .param("chmax", PREP_CHMAX)
+    .param("chmax", PREP_LANE_CH)
 }
 
 fn chunk_wu_spec() -> KernelSpec {
@@ -936,7 +940,7 @@ fn column_tiles(route: &RecurrentRoute, d: &GdnDims, lanes: usize) -> LaunchConf
     }
 }
 
-/// `gdn/prep.cu`'s five outputs, in a prefill workspace or a state's [`PrepBufs`].
+/// The prologues' five outputs (`gdn/prep.cu`, `gdn/prep_warp.cu`), in a prefill workspace or a state's [`PrepBufs`].
 struct PrepOut<'a> {
     q: &'a CudaSlice<f32>,
     k: &'a CudaSlice<f32>,
@@ -945,13 +949,31 @@ struct PrepOut<'a> {
     beta: &'a CudaSlice<f32>,
 }
 
-/// Queues `gdn/prep.cu`, the instantiation `(spec, threads, tokens a block)`, over `seqs`
-/// sequences of `t` tokens: `out` gets their prepared inputs (sized for `seqs x t` by the
-/// caller), `conv` (`[seqs][conv_dim][kc-1]`) the sequences' new windows.
+/// A prologue instantiation (`gdn/prep.cu` or `gdn/prep_warp.cu`: one signature) and its
+/// launch shape.
+struct PrepKernel {
+    spec: KernelSpec,
+    /// Threads a block.
+    block: u32,
+    /// Tokens a block.
+    tokc: usize,
+    /// Blocks along x: the kernel's channel groups (`prep.cu`: HK + HV heads;
+    /// `prep_warp.cu`: q, k and v apart, 2 HK + HV).
+    groups: usize,
+}
+
+/// Queues a prologue, `kernel`, over `seqs` sequences of `t` tokens:
+/// `out` gets their prepared inputs (sized for `seqs x t` by the caller), `conv`
+/// (`[seqs][conv_dim][kc-1]`) the sequences' new windows.
 #[allow(clippy::too_many_arguments)]
 fn launch_prep(
     gpu: &Gpu,
-    (spec, block, tokc): (KernelSpec, u32, usize),
+    PrepKernel {
+        spec,
+        block,
+        tokc,
+        groups,
+    }: PrepKernel,
     w: &GdnWeights,
     conv: &CudaSlice<f32>,
     x: RawInputs,
@@ -962,7 +984,7 @@ fn launch_prep(
     let d = &w.dims;
     let kernel = gpu.kernel(&spec)?;
     let cfg = LaunchConfig {
-        grid_dim: ((d.hk + d.hv) as u32, seqs as u32, t.div_ceil(tokc) as u32),
+        grid_dim: (groups as u32, seqs as u32, t.div_ceil(tokc) as u32),
         block_dim: (block, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -983,7 +1005,7 @@ fn launch_prep(
     for v in &dims_i {
         b.arg(v);
     }
-    // SAFETY: matches gdn/prep.cu's signature; the caller sized the outputs and the conv
+    // SAFETY: matches the prologues' signature; the caller sized the outputs and the conv
     // state for seqs x t, the inputs hold [seqs][t][...] as RawInputs says.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
@@ -1015,7 +1037,12 @@ fn launch_split(
         beta: &p.beta,
     };
     // (PrepBufs::zeros sized the outputs for st.lanes sequences of one token.)
-    let prep = (prep_decode_spec(d.kc), PREP_DECODE_BLOCK, 1);
+    let prep = PrepKernel {
+        spec: prep_decode_spec(d.kc),
+        block: PREP_DECODE_BLOCK,
+        tokc: 1,
+        groups: d.hk + d.hv,
+    };
     launch_prep(gpu, prep, w, &st.conv, x, prepared, st.lanes, 1)?;
 
     let spec = route.spec();
@@ -1128,8 +1155,8 @@ impl PrefillWorkspace {
 /// Whether the chunked prefill serves these dims (its asserts, as a question).
 pub fn prefill_supports(d: &GdnDims) -> bool {
     d.dk <= CHUNK_DKMAX
-        && 2 * d.dk <= PREP_CHMAX * PREP_BLOCK as usize
-        && d.dv <= PREP_CHMAX * PREP_BLOCK as usize
+        && d.dk <= PREP_CHANNELS
+        && d.dv <= PREP_CHANNELS
         && d.kc == 4
         && d.hk > 0
         && d.hv.is_multiple_of(d.hk)
@@ -1259,9 +1286,7 @@ pub fn launch_prefill_stages(
         d.dk <= CHUNK_DKMAX,
         "the chunked prefill takes dk <= {CHUNK_DKMAX}"
     );
-    assert!(
-        2 * d.dk <= PREP_CHMAX * PREP_BLOCK as usize && d.dv <= PREP_CHMAX * PREP_BLOCK as usize
-    );
+    assert!(d.dk <= PREP_CHANNELS && d.dv <= PREP_CHANNELS);
     assert!(d.kc == 4 && d.hv.is_multiple_of(d.hk));
     if seqs == 0 || t == 0 {
         return Ok(());
@@ -1276,7 +1301,12 @@ pub fn launch_prefill_stages(
             g: &ws.g,
             beta: &ws.beta,
         };
-        let prep = (prep_spec(d.kc), PREP_BLOCK, PREP_TOKC);
+        let prep = PrepKernel {
+            spec: prep_spec(d.kc),
+            block: PREP_WARPS * 32,
+            tokc: PREP_TPW * PREP_WARPS as usize,
+            groups: 2 * d.hk + d.hv,
+        };
         // (PrefillWorkspace::new sized the outputs for seqs x t.)
         launch_prep(gpu, prep, w, &st.conv, x, out, seqs, t)?;
     }
