@@ -940,7 +940,8 @@ fn column_tiles(route: &RecurrentRoute, d: &GdnDims, lanes: usize) -> LaunchConf
     }
 }
 
-/// The prologues' five outputs (`gdn/prep.cu`, `gdn/prep_warp.cu`), in a prefill workspace or a state's [`PrepBufs`].
+/// The prologues' five outputs (`gdn/prep.cu`, `gdn/prep_warp.cu`), in a prefill
+/// workspace or a state's [`PrepBufs`].
 struct PrepOut<'a> {
     q: &'a CudaSlice<f32>,
     k: &'a CudaSlice<f32>,
@@ -950,7 +951,7 @@ struct PrepOut<'a> {
 }
 
 /// A prologue instantiation (`gdn/prep.cu` or `gdn/prep_warp.cu`: one signature) and its
-/// launch shape.
+/// launch shape, made by [`PrepKernel::decode`] or [`PrepKernel::prefill`].
 struct PrepKernel {
     spec: KernelSpec,
     /// Threads a block.
@@ -962,9 +963,31 @@ struct PrepKernel {
     groups: usize,
 }
 
-/// Queues a prologue, `kernel`, over `seqs` sequences of `t` tokens:
-/// `out` gets their prepared inputs (sized for `seqs x t` by the caller), `conv`
-/// (`[seqs][conv_dim][kc-1]`) the sequences' new windows.
+impl PrepKernel {
+    /// The split decode step's: `gdn/prep.cu`, one token, a block of 256 per head.
+    fn decode(d: &GdnDims) -> Self {
+        PrepKernel {
+            spec: prep_decode_spec(d.kc),
+            block: PREP_DECODE_BLOCK,
+            tokc: 1,
+            groups: d.hk + d.hv,
+        }
+    }
+
+    /// The prefill's: `gdn/prep_warp.cu`, 4 warps of 4 tokens, a block per channel group.
+    fn prefill(d: &GdnDims) -> Self {
+        PrepKernel {
+            spec: prep_spec(d.kc),
+            block: PREP_WARPS * 32,
+            tokc: PREP_TPW * PREP_WARPS as usize,
+            groups: 2 * d.hk + d.hv,
+        }
+    }
+}
+
+/// Queues a prologue over `seqs` sequences of `t` tokens: `out` gets their prepared inputs
+/// (sized for `seqs x t` by the caller), `conv` (`[seqs][conv_dim][kc-1]`) the sequences'
+/// new windows.
 #[allow(clippy::too_many_arguments)]
 fn launch_prep(
     gpu: &Gpu,
@@ -1037,13 +1060,16 @@ fn launch_split(
         beta: &p.beta,
     };
     // (PrepBufs::zeros sized the outputs for st.lanes sequences of one token.)
-    let prep = PrepKernel {
-        spec: prep_decode_spec(d.kc),
-        block: PREP_DECODE_BLOCK,
-        tokc: 1,
-        groups: d.hk + d.hv,
-    };
-    launch_prep(gpu, prep, w, &st.conv, x, prepared, st.lanes, 1)?;
+    launch_prep(
+        gpu,
+        PrepKernel::decode(d),
+        w,
+        &st.conv,
+        x,
+        prepared,
+        st.lanes,
+        1,
+    )?;
 
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
@@ -1301,14 +1327,8 @@ pub fn launch_prefill_stages(
             g: &ws.g,
             beta: &ws.beta,
         };
-        let prep = PrepKernel {
-            spec: prep_spec(d.kc),
-            block: PREP_WARPS * 32,
-            tokc: PREP_TPW * PREP_WARPS as usize,
-            groups: 2 * d.hk + d.hv,
-        };
         // (PrefillWorkspace::new sized the outputs for seqs x t.)
-        launch_prep(gpu, prep, w, &st.conv, x, out, seqs, t)?;
+        launch_prep(gpu, PrepKernel::prefill(d), w, &st.conv, x, out, seqs, t)?;
     }
     if stages.wu {
         let spec = stages.wu_spec();
