@@ -5,7 +5,7 @@
 //!
 //! `gdn_gpu [--seed N] [--peer PEER.jsonl] [--peer-called CALLED.jsonl] [--json BENCH.jsonl]
 //!          [--qualify-json QUALIFY.jsonl] [--rev REV] [--skip-qualify] [--skip-bench]
-//!          [--prefill-only | --decode-only [--resident-sweep]]`
+//!          [--prefill-only | --decode-only]`
 
 use std::process::ExitCode;
 
@@ -138,12 +138,7 @@ fn main() -> ExitCode {
                 let w = gdn::GdnWeights::upload(&gpu, QWEN36_27B, &p)?;
                 gdn::bench::bench_prefill(&ctx, &w)?
             } else if flag("--decode-only") {
-                let w = gdn::bench::bench_weights(&gpu)?;
-                let mut recs = gdn::bench::bench_decode(&ctx, &w)?;
-                if flag("--resident-sweep") {
-                    recs.extend(gdn::bench::bench_resident_sweep(&ctx, &w)?);
-                }
-                recs
+                gdn::bench::bench_decode(&ctx, &gdn::bench::bench_weights(&gpu)?)?
             } else {
                 gdn::bench(&ctx)?
             };

@@ -187,59 +187,27 @@ pub fn bench_weights(gpu: &Gpu) -> Result<GdnWeights, GpuError> {
 /// launches follow each other directly, so with PDL on (the device switch) each overlaps
 /// its predecessor's tail as the engine's decode step does (`NINFER_NO_PDL=1`: without).
 pub fn bench_decode(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>, GpuError> {
+    let (gpu, d) = (ctx.gpu, w.dims);
     let mut out = Vec::new();
     for lanes in [1usize, 8] {
         for ty in StateType::ALL {
-            let routes = RecurrentRoute::all_for(Mode::Step, ty, &w.dims);
-            let routes: Vec<_> = routes.into_iter().filter(|r| r.tile.vec).collect();
-            out.extend(time_decode_routes(ctx, w, lanes, &routes)?);
-        }
-    }
-    Ok(out)
-}
-
-/// The resident form of the split step (`gdn/update.cu`) at 8 lanes over warps 8 and 16 and
-/// 2, 4 and 8 commit groups, both state types: the sweep that picks the registered tile.
-pub fn bench_resident_sweep(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>, GpuError> {
-    let mut out = Vec::new();
-    for ty in StateType::ALL {
-        let mut routes = Vec::new();
-        for warps in [8, 16] {
-            for stages in [2, 4, 8] {
-                routes.push(RecurrentRoute {
-                    mode: Mode::Step,
-                    state: ty,
-                    tile: resident_tile(warps, stages),
-                    kc: w.dims.kc,
-                });
+            for route in RecurrentRoute::all_for(Mode::Step, ty, &d) {
+                if !route.tile.vec {
+                    continue;
+                }
+                let us = time_decode(gpu, &route, w, lanes)?;
+                let (sb, ob) = decode_bytes(&d, ty);
+                let flops = (lanes * d.hv * d.dk * d.dv * 8) as f64;
+                out.push(ctx.record(
+                    DECODE_WHAT,
+                    route.spec().entry,
+                    decode_shape(lanes, &d, ty),
+                    us,
+                    lanes as f64 * (sb + ob),
+                    flops,
+                ));
             }
         }
-        out.extend(time_decode_routes(ctx, w, 8, &routes)?);
-    }
-    Ok(out)
-}
-
-/// One decode record a route, at `lanes` lanes.
-fn time_decode_routes(
-    ctx: &BenchCtx,
-    w: &GdnWeights,
-    lanes: usize,
-    routes: &[RecurrentRoute],
-) -> Result<Vec<BenchRecord>, GpuError> {
-    let (gpu, d) = (ctx.gpu, w.dims);
-    let mut out = Vec::new();
-    for route in routes {
-        let us = time_decode(gpu, route, w, lanes)?;
-        let (sb, ob) = decode_bytes(&d, route.state);
-        let flops = (lanes * d.hv * d.dk * d.dv * 8) as f64;
-        out.push(ctx.record(
-            DECODE_WHAT,
-            route.spec().entry,
-            decode_shape(lanes, &d, route.state),
-            us,
-            lanes as f64 * (sb + ob),
-            flops,
-        ));
     }
     Ok(out)
 }

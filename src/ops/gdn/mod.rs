@@ -188,9 +188,7 @@ pub struct Tile {
     pub group: u32,
     /// With `group > 0`: 0 = the next tile prefetched in registers (`gdn/grouped.cu`);
     /// n >= 2 = tiles copied into shared memory by cp.async `n` stages deep
-    /// (`gdn/staged.cu`). With `split`: 0 = `gdn/update.cu`'s column tiles; n >= 2 = its
-    /// resident form (a block per SM, its whole share of the state copied into shared
-    /// memory before the PDL wait, in `n` commit groups).
+    /// (`gdn/staged.cu`).
     pub stages: u32,
     /// The step in two launches (one token per lane, mode step only): `gdn/prep.cu` (the
     /// conv, the gates and the q/k norms, the lanes as its sequences) into the state's
@@ -213,7 +211,6 @@ impl Tile {
             && (self.group == 0 || self.vec)
             && (self.stages == 0 || self.stages >= 2)
             && (!self.split || (self.lpr, self.ept, self.vec, self.group) == (16, 8, true, 0))
-            && (!self.split || self.stages <= RESIDENT_STAGES_MAX)
     }
     /// Whether a route of this tile serves `mode` with `t` tokens a lane: the split step
     /// takes one token in mode step only.
@@ -233,8 +230,7 @@ impl Tile {
             String::new()
         };
         let group = match (self.group, self.stages, self.split) {
-            (_, 0, true) => "x".to_string(),
-            (_, s, true) => format!("xs{s}"),
+            (_, _, true) => "x".to_string(),
             (0, _, _) => String::new(),
             (g, 0, _) => format!("g{g}"),
             (g, s, _) => format!("g{g}s{s}"),
@@ -289,7 +285,6 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             g(4, 4, 3),
             split_tile(2, 2),
             split_tile(4, 4),
-            resident_tile(16, 4),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
@@ -300,7 +295,6 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             g(4, 4, 3),
             split_tile(4, 4),
             split_tile(2, 2),
-            resident_tile(16, 4),
         ],
     }
 }
@@ -320,21 +314,6 @@ pub const fn split_tile(rows: u32, warps: u32) -> Tile {
         stages: 0,
         split: true,
     }
-}
-
-/// The most commit groups `gdn/update.cu`'s resident form takes.
-const RESIDENT_STAGES_MAX: u32 = 8;
-/// Shared memory a block of the resident form may take: enough for the 27B's 8 lanes of f32
-/// state on 132 SMs (191 KB a block), with room beside it on a 228 KB SM for the blocks of
-/// the launches around it.
-const RESIDENT_SMEM_CAP: usize = 200 * 1024;
-
-/// A split-step tile in `gdn/update.cu`'s resident form: `warps` warps a block, one per SM,
-/// the block's state copied into shared memory in `stages` groups.
-pub const fn resident_tile(warps: u32, stages: u32) -> Tile {
-    let mut t = split_tile(1, warps);
-    t.stages = stages;
-    t
 }
 
 /// One instantiation of the recurrent kernel.
@@ -373,22 +352,15 @@ impl RecurrentRoute {
         };
         if self.tile.split {
             // (gdn/prep.cu, the first launch, has its own spec.)
-            let form = if self.tile.stages > 0 {
-                "resident"
-            } else {
-                "tiles"
-            };
             return KernelSpec::new(
                 "gdn_update",
                 "gdn/update.cu",
                 format!("gdn_update_{}_{}", self.state.short(), self.tile.short()),
             )
             .programmatic()
-            .param("form", form)
             .param("state", self.state.cuda_type())
             .param("rows", self.tile.rows)
-            .param("warps", self.tile.warps)
-            .param("stages", self.tile.stages);
+            .param("warps", self.tile.warps);
         }
         match (self.tile.group > 0, self.tile.stages > 0) {
             (true, true) => spec("gdn_staged", "gdn/staged.cu")
@@ -968,28 +940,6 @@ fn column_tiles(route: &RecurrentRoute, d: &GdnDims, lanes: usize) -> LaunchConf
     }
 }
 
-/// The resident form's launch (`gdn/update.cu`) over `ncols` state columns: a block per SM
-/// (more where a block's share of the state would pass `smem_cap` bytes), 16 lanes x 16
-/// bytes x the slice's words a column; and the dynamic shared memory of the largest share.
-fn resident_launch(
-    ncols: usize,
-    warps: u32,
-    state: StateType,
-    sms: usize,
-    smem_cap: usize,
-) -> (LaunchConfig, usize) {
-    let col_bytes = 16 * 8 * state.bytes();
-    let per_block = (smem_cap / col_bytes).max(1);
-    let grid = sms.max(ncols.div_ceil(per_block)).min(ncols).max(1);
-    let smem = ncols.div_ceil(grid) * col_bytes;
-    let cfg = LaunchConfig {
-        grid_dim: (grid as u32, 1, 1),
-        block_dim: (warps * 32, 1, 1),
-        shared_mem_bytes: smem as u32,
-    };
-    (cfg, smem)
-}
-
 /// The prologues' five outputs (`gdn/prep.cu`, `gdn/prep_warp.cu`), in a prefill
 /// workspace or a state's [`PrepBufs`].
 struct PrepOut<'a> {
@@ -1123,30 +1073,9 @@ fn launch_split(
 
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
-    let ncols = st.lanes * d.hv * d.dv;
-    let cfg = if route.tile.stages > 0 {
-        let props = gpu.props();
-        let cap = (props.smem_per_block_optin as usize).min(RESIDENT_SMEM_CAP);
-        let (cfg, smem) = resident_launch(
-            ncols,
-            route.tile.warps,
-            route.state,
-            props.sm_count as usize,
-            cap,
-        );
-        gpu.grant_shared_memory(kernel.function(), smem, &spec.entry)?;
-        cfg
-    } else {
-        column_tiles(route, d, st.lanes)
-    };
+    let cfg = column_tiles(route, d, st.lanes);
     let sp = st.s.ptr(gpu);
-    let dims_i = [
-        d.hk as i32,
-        d.hv as i32,
-        d.dk as i32,
-        d.dv as i32,
-        ncols as i32,
-    ];
+    let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     let mut b = gpu.launch(&kernel);
     b.arg(&p.q)
         .arg(&p.k)
@@ -1155,9 +1084,7 @@ fn launch_split(
         .arg(&p.beta)
         .arg(&sp)
         .arg(&out);
-    // (The column tiles take the first four.)
-    let n_dims = if route.tile.stages > 0 { 5 } else { 4 };
-    for v in &dims_i[..n_dims] {
+    for v in &dims_i {
         b.arg(v);
     }
     // SAFETY: matches gdn/update.cu; the state holds st.lanes x HV x dv x dk (asserted by
@@ -1568,29 +1495,6 @@ mod tests {
             assert!(!r.tile.vec);
         }
         assert_eq!(StateType::from_fp16_flag(true), StateType::F16);
-    }
-
-    #[test]
-    fn the_resident_update_spreads_the_state_over_the_sms_within_its_cap() {
-        let cap = RESIDENT_SMEM_CAP;
-        // The 27B at 8 lanes, f32: 49,152 columns of 512 bytes over 132 SMs, 373 a block.
-        let (cfg, smem) = resident_launch(8 * 48 * 128, 16, StateType::F32, 132, cap);
-        assert_eq!((cfg.grid_dim, cfg.block_dim.0), ((132, 1, 1), 512));
-        assert_eq!(smem, 373 * 512);
-        assert_eq!(cfg.shared_mem_bytes as usize, smem);
-        // f16: half the bytes a column.
-        let (_, smem) = resident_launch(8 * 48 * 128, 16, StateType::F16, 132, cap);
-        assert_eq!(smem, 373 * 256);
-        // More than fits on the SMs at once: more blocks, none over the cap.
-        let (cfg, smem) = resident_launch(16 * 48 * 128, 16, StateType::F32, 132, cap);
-        assert!(cfg.grid_dim.0 > 132 && smem <= cap, "{cfg:?} {smem}");
-        // Fewer columns than SMs: a column a block.
-        let (cfg, smem) = resident_launch(7, 4, StateType::F32, 132, cap);
-        assert_eq!((cfg.grid_dim.0, smem), (7, 512));
-        let t = resident_tile(16, 4);
-        assert!(t.fits(128) && t.serves(Mode::Step, 1) && !t.serves(Mode::Step, 2));
-        assert!(!resident_tile(16, RESIDENT_STAGES_MAX + 1).fits(128));
-        assert_eq!(t.short(), "l16e8r1w16vxs4");
     }
 
     #[test]
