@@ -87,6 +87,45 @@ pub fn time_decode(
     w: &GdnWeights,
     lanes: usize,
 ) -> Result<f64, GpuError> {
+    time_step_launches(gpu, route, w, lanes, |st, raw, op| {
+        launch_recurrent(gpu, route, w, st, raw, 1, Some(op), None, None)
+    })
+}
+
+/// Which launches of the split step [`time_split_half`] times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitHalf {
+    /// `gdn/prep.cu` alone.
+    Prep,
+    /// `gdn/update.cu` alone (on the inputs one prep left).
+    Update,
+}
+
+/// Times one half of a split-step route the way [`time_decode`] times the whole step
+/// (median per step in us): where the step's time goes, by difference.
+pub fn time_split_half(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    lanes: usize,
+    half: SplitHalf,
+) -> Result<f64, GpuError> {
+    assert!(route.tile.split, "{route:?} is not a split-step route");
+    time_step_launches(gpu, route, w, lanes, |st, raw, op| match half {
+        SplitHalf::Prep => launch_split_prep(gpu, w, st, raw),
+        SplitHalf::Update => launch_split_update(gpu, route, w, st, op),
+    })
+}
+
+/// Times `launch` (one decode step's launches for a state) in a graph over enough states
+/// to pass L2; `route` sizes the states. Median per step in us.
+fn time_step_launches(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    lanes: usize,
+    launch: impl Fn(&mut GdnState, RawInputs, u64) -> Result<(), GpuError>,
+) -> Result<f64, GpuError> {
     let d = &w.dims;
     let (sb, ob) = decode_bytes(d, route.state);
     let sets = rotation_sets(gpu, (lanes as f64 * (sb + ob) / 2.0) as usize).max(2);
@@ -103,12 +142,14 @@ pub fn time_decode(
         b: dptr(gpu, &b),
     };
     let op = dptr(gpu, &o);
-    // Load the kernel before capture.
-    launch_recurrent(gpu, route, w, &mut states[0], raw, 1, Some(op), None, None)?;
+    // Load the kernels before capture (and leave every state's prepared inputs in place).
+    for st in states.iter_mut() {
+        launch_recurrent(gpu, route, w, st, raw, 1, Some(op), None, None)?;
+    }
     gpu.synchronize()?;
     let graph = Graph::capture(gpu, || {
         for st in states.iter_mut() {
-            launch_recurrent(gpu, route, w, st, raw, 1, Some(op), None, None)?;
+            launch(st, raw, op)?;
         }
         Ok(())
     })?;
@@ -206,8 +247,45 @@ pub fn bench_decode(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>, 
                     lanes as f64 * (sb + ob),
                     flops,
                 ));
+                if lanes == 8 && route.tile.split {
+                    out.extend(split_halves(ctx, w, &route, lanes)?);
+                }
             }
         }
+    }
+    Ok(out)
+}
+
+/// A split-step route's halves, each timed alone ([`time_split_half`]): `<entry> prep only`
+/// (bytes: its inputs, outputs and conv-state windows) and `<entry> update only` (the state
+/// read and written, its inputs and output).
+fn split_halves(
+    ctx: &BenchCtx,
+    w: &GdnWeights,
+    route: &RecurrentRoute,
+    lanes: usize,
+) -> Result<Vec<BenchRecord>, GpuError> {
+    let d = w.dims;
+    let shape = decode_shape(lanes, &d, route.state);
+    let prepared = 2 * d.hk * d.dk + d.value_dim() + 2 * d.hv;
+    let prep_bytes = (d.conv_dim() + 2 * d.hv + prepared + 2 * d.conv_state_len()) * 4;
+    let (sb, _) = decode_bytes(&d, route.state);
+    let update_bytes = sb + ((prepared + d.value_dim()) * 4) as f64;
+    let mut out = Vec::new();
+    for (half, name, bytes) in [
+        (SplitHalf::Prep, "prep only", prep_bytes as f64),
+        (SplitHalf::Update, "update only", update_bytes),
+    ] {
+        let us = time_split_half(ctx.gpu, route, w, lanes, half)?;
+        let entry = format!("{} {name}", route.spec().entry);
+        out.push(ctx.record(
+            DECODE_WHAT,
+            entry,
+            shape.clone(),
+            us,
+            lanes as f64 * bytes,
+            0.0,
+        ));
     }
     Ok(out)
 }

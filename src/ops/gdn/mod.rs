@@ -1051,6 +1051,19 @@ fn launch_split(
         2 * d.dk <= PREP_DECODE_BLOCK as usize && d.dv <= PREP_DECODE_BLOCK as usize,
         "the split step's prep takes 2 dk and dv up to {PREP_DECODE_BLOCK}"
     );
+    launch_split_prep(gpu, w, st, x)?;
+    launch_split_update(gpu, route, w, st, out)
+}
+
+/// The split step's first half: `gdn/prep.cu` over the lanes, one token each, into the
+/// state's [`PrepBufs`].
+pub(super) fn launch_split_prep(
+    gpu: &Gpu,
+    w: &GdnWeights,
+    st: &GdnState,
+    x: RawInputs,
+) -> Result<(), GpuError> {
+    let d = &w.dims;
     let p = st.prep.as_ref().expect("the caller checked");
     let prepared = PrepOut {
         q: &p.q,
@@ -1069,8 +1082,19 @@ fn launch_split(
         prepared,
         st.lanes,
         1,
-    )?;
+    )
+}
 
+/// The split step's second half: `gdn/update.cu` from the state's [`PrepBufs`].
+pub(super) fn launch_split_update(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    st: &mut GdnState,
+    out: u64,
+) -> Result<(), GpuError> {
+    let d = &w.dims;
+    let p = st.prep.as_ref().expect("the caller checked");
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
     let cfg = column_tiles(route, d, st.lanes);
