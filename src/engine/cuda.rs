@@ -8,9 +8,13 @@
 //! - exact (the default): the f32-activation route, so the backend agrees with the cpu
 //!   backend to rounding error whatever the weight format; the GPU engine's reference, and
 //!   what faster paths are checked against;
-//! - bf16: inputs rounded to bf16 for the tensor-core routes (`ops::linear`: the mma GEMV
-//!   for small T, the tiled A16 route for prefill), outputs widened back to f32; layers whose
-//!   width the tensor-core routes cannot take (K not a multiple of 64) stay exact.
+//! - bf16: linears of up to 32 rows in the formats the exact route's mma GEMV takes
+//!   (q4_g64, q8_g32: decode, several lanes) run that GEMV as exact mode does, fused, with
+//!   its activations rounded to bf16 (one n-tile a token instead of three; one and two rows
+//!   keep the exact CUDA-core kernels, as fast); the others round their inputs to bf16 for
+//!   the tensor-core routes (`ops::linear`: the mma GEMV for small T, the tiled A16 route for
+//!   prefill), outputs widened back to f32; layers whose width the tensor-core routes cannot
+//!   take (K not a multiple of 64) stay exact.
 //!
 //! With `prefill_cublas` (`--prefill-cublas`), the exact mode's linears of at least
 //! `linear_cublas::MIN_T` rows (prompts, perplexity windows; never decode) run on cuBLAS
@@ -42,7 +46,7 @@ use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
 use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
 use crate::ops::linear_cublas::PrefillCublas;
-use crate::ops::linear_exact::{self, ExactRoute, Prologue, PrologueKind};
+use crate::ops::linear_exact::{self, ExactKernel, ExactRoute, Prologue, PrologueKind};
 use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
@@ -1078,6 +1082,7 @@ impl CudaBackend {
             None => {
                 let mut route = ExactRoute::choose(w.format, t, epilogue);
                 crate::tune::exact::apply(&self.routes(), &mut route, w.layout.n, w.layout.k);
+                self.round_activations(&mut route);
                 linear_exact::launch(&self.gpu, &route, w, x, r, y, t)
             }
         };
@@ -1087,7 +1092,7 @@ impl CudaBackend {
     /// The tiled GEMM's route for `t` rows of `w`, where it takes them.
     fn tiled_route(&self, w: &DeviceWeight, t: usize, epilogue: Epilogue) -> Option<SgemmRoute> {
         SgemmRoute::choose(w.format, t, epilogue)
-            .filter(|_| linear_sgemm::supports(w.format, w.layout.k))
+            .filter(|_| linear_sgemm::supports(w.format, w.layout.k) && !self.rounds_mma(w, t))
     }
 
     /// The cuBLAS prefill route, where it is on and takes `t` rows of `w`.
@@ -1097,10 +1102,34 @@ impl CudaBackend {
             .filter(|p| p.takes(w.format, w.layout.k, t))
     }
 
-    /// Whether `w` runs on the tensor-core routes with bf16 activations (bf16 mode, K a
-    /// multiple of 64); every other linear runs exact.
-    fn runs_bf16(&self, w: &DeviceWeight) -> bool {
-        self.opts.act == LinearActivations::Bf16 && w.layout.k.is_multiple_of(64)
+    /// Whether `t` rows of `w` run on `ops::linear`'s tensor-core routes with bf16
+    /// activations (bf16 mode, K a multiple of 64), converted around them. Not where the
+    /// exact route's mma GEMV takes the format at up to 32 rows: those stay on the exact
+    /// route's kernels, fused, with the mma GEMV's activations rounded to bf16 there
+    /// ([`Self::round_activations`]; one and two rows keep the exact CUDA-core kernels,
+    /// which are as fast). Every other linear runs exact.
+    fn runs_bf16(&self, w: &DeviceWeight, t: usize) -> bool {
+        self.opts.act == LinearActivations::Bf16
+            && w.layout.k.is_multiple_of(64)
+            && !self.rounds_mma(w, t)
+    }
+
+    /// Whether `t` rows of `w` run the exact route's mma GEMV with bf16-rounded activations
+    /// (bf16 mode, a format the mma GEMV takes, up to its 32 columns).
+    fn rounds_mma(&self, w: &DeviceWeight, t: usize) -> bool {
+        self.opts.act == LinearActivations::Bf16
+            && t <= linear_exact::MMA_MAX_T
+            && linear_exact::mma_supports(w.format)
+            && linear_exact::mma_enabled()
+    }
+
+    /// In bf16 mode, rounds the activations of an exact mma route to bf16 (a third of its
+    /// tensor-core work: `linear_mma_exact::MmaTile::bf16`); other routes stay exact.
+    fn round_activations(&self, route: &mut ExactRoute) {
+        if let ExactKernel::Mma(tile) = route.kernel {
+            route.kernel =
+                ExactKernel::Mma(tile.rounding(self.opts.act == LinearActivations::Bf16));
+        }
     }
 
     /// The stream route that runs `w` for `t` rows with `prologue` folded into its load of
@@ -1115,7 +1144,7 @@ impl CudaBackend {
         prologue: PrologueKind,
     ) -> Option<ExactRoute> {
         if !self.opts.fused
-            || self.runs_bf16(w)
+            || self.runs_bf16(w, t)
             || self.tiled_route(w, t, epilogue).is_some()
             || self.prefill_route(w, t).is_some()
             || t == 0
@@ -1125,6 +1154,7 @@ impl CudaBackend {
         }
         let mut route = ExactRoute::choose_with(w.format, t, epilogue, prologue)?;
         crate::tune::exact::apply(&self.routes(), &mut route, w.layout.n, w.layout.k);
+        self.round_activations(&mut route);
         Some(route)
     }
 
@@ -1398,7 +1428,7 @@ impl Backend for CudaBackend {
 
     fn linear(&self, x: &CudaAct, w: &DeviceWeight, bias: Option<&CudaSlice<f32>>) -> CudaAct {
         assert_eq!(x.cols, w.layout.k, "linear: input width != weight columns");
-        if self.runs_bf16(w) {
+        if self.runs_bf16(w, x.rows) {
             return self.linear_bf16(x, w, bias);
         }
         let (t, n) = (x.rows, w.layout.n);
@@ -1438,7 +1468,7 @@ impl Backend for CudaBackend {
         w: &DeviceWeight,
         bias: Option<&CudaSlice<f32>>,
     ) {
-        let fusable = bias.is_none() && !self.runs_bf16(w);
+        let fusable = bias.is_none() && !self.runs_bf16(w, a.rows);
         if !fusable {
             let y = self.linear(a, w, bias);
             return self.add_assign(x, &y);

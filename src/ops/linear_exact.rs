@@ -49,7 +49,7 @@ use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
 use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
-use crate::qualify::{Outcome, ALLOW_F32};
+use crate::qualify::{Outcome, ALLOW_BF16, ALLOW_F32};
 
 /// Column tiles of the generic kernel: one token (decode) and eight (prefill, tiled).
 pub const TILES: [u32; 2] = [1, 8];
@@ -178,7 +178,7 @@ pub enum ExactKernel {
 }
 
 pub use super::linear_mma_exact::{
-    mma_enabled, mma_supports, mma_tile, mma_tt, MmaTile, MMA_MIN_T, MMA_TT,
+    mma_enabled, mma_supports, mma_tile, mma_tt, MmaTile, MMA_MAX_T, MMA_MIN_T, MMA_TT,
 };
 
 /// One instantiation.
@@ -550,6 +550,12 @@ fn parse_blocks_cap(v: &str) -> Option<usize> {
 }
 
 impl ExactRoute {
+    /// Whether the route rounds its activations to bf16 (an mma tile of the bf16 mode):
+    /// not exact, and never a tuning candidate for the exact route.
+    pub fn rounds_activations(&self) -> bool {
+        matches!(self.kernel, ExactKernel::Mma(MmaTile { bf16: true, .. }))
+    }
+
     pub fn spec(&self) -> KernelSpec {
         let e = match self.epilogue {
             Epilogue::None => "plain",
@@ -565,7 +571,11 @@ impl ExactRoute {
             PrologueKind::None => String::new(),
             k => format!("_{}", k.param()),
         };
-        match self.kernel {
+        // The mma kernels with activations rounded to bf16 (only they carry `parts`, so the
+        // exact instantiations keep their specs).
+        let bf16 = self.rounds_activations();
+        let b16 = if bf16 { "_b16" } else { "" };
+        let spec = match self.kernel {
             ExactKernel::Gemv => KernelSpec::new(
                 "linear_exact",
                 "linear/gemv.cu",
@@ -626,11 +636,12 @@ impl ExactRoute {
                 warps,
                 unroll,
                 mt: 0,
+                ..
             }) => KernelSpec::new(
                 "linear_exact",
                 "linear/gemv_mma.cu",
                 format!(
-                    "linear_exact_mma_{f}_{e}_t{}_w{warps}_u{unroll}{pro}",
+                    "linear_exact_mma_{f}_{e}_t{}_w{warps}_u{unroll}{pro}{b16}",
                     self.tt
                 ),
             )
@@ -642,7 +653,7 @@ impl ExactRoute {
                 "linear_exact",
                 "linear/gemv_mma_ring.cu",
                 format!(
-                    "linear_exact_mmaring_{f}_{e}_t{}_w{warps}_m{mt}{pro}",
+                    "linear_exact_mmaring_{f}_{e}_t{}_w{warps}_m{mt}{pro}{b16}",
                     self.tt
                 ),
             )
@@ -654,7 +665,12 @@ impl ExactRoute {
         .param("format", f)
         .param("tt", self.tt)
         .param("epilogue", self.epilogue)
-        .param("act", "f32")
+        .param("act", "f32");
+        if bf16 {
+            spec.param("parts", 1u32)
+        } else {
+            spec
+        }
     }
 
     /// The stream kernel wherever the format allows (the smallest column tile that holds
@@ -1208,7 +1224,9 @@ pub(super) fn launch_inner(
                 // for K-ranges' sums, e.g. a first use inside a graph capture) the register
                 // kernel runs the launch.
                 let other = ExactRoute {
-                    kernel: ExactKernel::Mma(super::linear_mma_exact::mma_tile(route.tt)),
+                    kernel: ExactKernel::Mma(
+                        super::linear_mma_exact::mma_tile(route.tt).rounding(tile.bf16),
+                    ),
                     ..route.clone()
                 };
                 return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
@@ -1473,12 +1491,18 @@ fn check(
     if let Some(ks) = over.ks {
         shape += &format!(" ks={ks}");
     }
+    // Activations rounded to bf16 are held to the bf16 allowance, every other route to f32's.
+    let allow = if route.rounds_activations() {
+        ALLOW_BF16
+    } else {
+        ALLOW_F32
+    };
     Ok(Outcome::compare(
         route.spec().entry,
         shape,
         &got,
         &want,
-        ALLOW_F32,
+        allow,
     ))
 }
 

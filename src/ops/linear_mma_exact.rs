@@ -34,17 +34,42 @@ use crate::jit::KernelSpec;
 
 /// The mma kernel's split: `warps` per block; `mt` 0 for `gemv_mma.cu` (each warp loads
 /// `unroll` groups of weights into registers before any is used), or the m-tiles a warp
-/// multiplies at once in `gemv_mma_ring.cu` (weights through a cp.async ring).
+/// multiplies at once in `gemv_mma_ring.cu` (weights through a cp.async ring). With `bf16`
+/// the activations are rounded to bf16, one column a token instead of three exact pieces
+/// (the templates' `parts = 1`): the bf16 mode's precision trade, a third of the mma work
+/// and of the staged activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MmaTile {
     pub warps: u32,
     pub unroll: u32,
     pub mt: u32,
+    pub bf16: bool,
+}
+
+impl MmaTile {
+    /// This split with the activations rounded to bf16 where `bf16` holds.
+    pub fn rounding(self, bf16: bool) -> MmaTile {
+        MmaTile { bf16, ..self }
+    }
+
+    /// Split columns a token: three exact bf16 pieces, or one rounded.
+    pub fn parts(self) -> u32 {
+        if self.bf16 {
+            1
+        } else {
+            3
+        }
+    }
 }
 
 /// Column tiles of the mma kernel (T = 1, 2, 4 for the benchmark's comparison; the route
 /// takes 8, 16 and 32).
 pub const MMA_TT: [u32; 6] = [1, 2, 4, 8, 16, 32];
+/// Column tiles instantiated with activations rounded to bf16 too (the bf16 mode's, from
+/// [`MMA_MIN_T`] columns: see `engine::cuda`).
+pub const MMA_BF16_TT: [u32; 4] = [4, 8, 16, 32];
+/// The most columns one launch takes (more run as launches of this many).
+pub const MMA_MAX_T: usize = MMA_TT[MMA_TT.len() - 1] as usize;
 /// Column tiles that carry the fused prologues.
 pub const MMA_PROLOGUE_TT: [u32; 3] = [8, 16, 32];
 /// The fewest columns for which [`choose`] takes the mma kernel: measured faster than the
@@ -88,6 +113,7 @@ pub fn mma_tile(tt: u32) -> MmaTile {
         warps: if tt >= 32 { 8 } else { 16 },
         unroll: 8,
         mt: 0,
+        bf16: false,
     }
 }
 
@@ -101,6 +127,7 @@ pub fn mma_ring_tile() -> MmaTile {
         warps: 12,
         unroll: 0,
         mt: 2,
+        bf16: false,
     }
 }
 
@@ -156,7 +183,7 @@ pub fn mma_substitute(route: &ExactRoute, n: usize, k: usize) -> Option<MmaTile>
                 && n * k > MMA_RING_MAX_WEIGHTS
                 && ring_mode() != RingMode::Everywhere =>
         {
-            Some(mma_tile(route.tt))
+            Some(mma_tile(route.tt).rounding(tile.bf16))
         }
         _ => None,
     }
@@ -225,6 +252,11 @@ pub fn routes() -> Vec<ExactRoute> {
             if MMA_RING_TT.contains(&tt) {
                 tiles.push(mma_ring_tile());
             }
+            if MMA_BF16_TT.contains(&tt) {
+                // The bf16 mode's tiles: the same splits with rounded activations.
+                let rounded: Vec<MmaTile> = tiles.iter().map(|t| t.rounding(true)).collect();
+                tiles.extend(rounded);
+            }
             for tile in tiles {
                 for &(prologue, epilogue) in &kinds {
                     v.push(ExactRoute {
@@ -241,15 +273,15 @@ pub fn routes() -> Vec<ExactRoute> {
     v
 }
 
-/// 8-column n-tiles of a launch of `tt` columns (three split columns per token).
-fn n_tiles(tt: u32) -> usize {
-    (3 * tt as usize).div_ceil(8)
+/// 8-column n-tiles of a launch of `tt` columns (`parts` split columns per token).
+fn n_tiles(tt: u32, parts: u32) -> usize {
+    (parts as usize * tt as usize).div_ceil(8)
 }
 
 /// Shared bytes of one staged group (every n-tile's fragments) and of the rest: the final
 /// reduction (16 rows a warp, 16 mt with the ring kernel) and the ring kernel's stages.
 fn smem_parts(format: &Format, tt: u32, tile: MmaTile, rms: bool) -> (usize, usize) {
-    let nt = n_tiles(tt);
+    let nt = n_tiles(tt, tile.parts());
     // With RMSNorm, each staging unit's sum of squares: tt columns x 4 units a group.
     let squares = if rms { tt as usize * 4 * 4 } else { 0 };
     let rows = 16 * tile.mt.max(1) as usize;
@@ -566,8 +598,8 @@ fn without_mma(format: &'static Format, t: usize) -> ExactRoute {
     }
 }
 
-/// The mma kernel against the ring/stream route it replaces and cuBLAS bf16, at T = 1, 2,
-/// 4, 8, 16, 32, 20 launches back to back per sample (as a captured decode step runs them):
+/// The mma kernel (exact, and with bf16-rounded activations at [`MMA_BF16_TT`]) against
+/// the ring/stream route it replaces and cuBLAS bf16, at T = 1, 2, 4, 8, 16, 32, 20 launches back to back per sample (as a captured decode step runs them):
 /// q4_g64 at 17408x5120, 5120x17408 and 14336->4096, q8_g32 at 17408x5120.
 pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
     let gpu = ctx.gpu;
@@ -607,7 +639,12 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 blas.gemm_bf16(gpu, &wdev[i % wsets], &xb, &mut yb, (t, n, k))
             })?;
             let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
-            for route in [plain_mma_route(fmt, t), without_mma(fmt, t)] {
+            let exact = plain_mma_route(fmt, t);
+            let mut routes = vec![exact.clone(), without_mma(fmt, t)];
+            if let Some(r) = rounded(&exact) {
+                routes.push(r);
+            }
+            for route in routes {
                 let us = median_batched_us(gpu, 15, |i| {
                     launch(gpu, &route, &weights[i % sets], xp, None, yp, t)
                 })?;
@@ -625,6 +662,17 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     records.extend(bench_k_ranges(ctx, filter)?);
     records.extend(bench_step_launches(ctx, filter)?);
     Ok(records)
+}
+
+/// `route` with its activations rounded to bf16, where that tile is instantiated.
+fn rounded(route: &ExactRoute) -> Option<ExactRoute> {
+    match route.kernel {
+        ExactKernel::Mma(tile) if MMA_BF16_TT.contains(&route.tt) => Some(ExactRoute {
+            kernel: ExactKernel::Mma(tile.rounding(true)),
+            ..route.clone()
+        }),
+        _ => None,
+    }
 }
 
 /// The mma route for `t` columns with no prologue or epilogue (the benches' plain shape).
@@ -676,7 +724,8 @@ fn weight_sets(
 
 /// The four mma launches of a 27B layer at 8 lanes (T = 8, q4_g64), as the engine makes
 /// them: gate_up 34816x5120 and in_proj 16480x5120 with RMSNorm(1 + w), down 5120x17408
-/// with SwiGLU and the residual, out 5120x6144 with the residual.
+/// with SwiGLU and the residual, out 5120x6144 with the residual; each exact and with its
+/// activations rounded to bf16 (the bf16 mode's launch).
 fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
     use super::linear_exact::{NormWeight, Prologue};
     let what = format!("linear_exact_mma step q4_g64 x{BATCH}");
@@ -706,29 +755,32 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
         let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
         let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
         let res = (epilogue == Epilogue::Residual).then_some(rp);
-        let route = choose(q4, t, epilogue, kind).expect("an mma route at T = 8");
-        let us = median_batched_us(gpu, 15, |i| {
-            super::linear_exact::launch_with(
-                gpu,
-                &route,
-                &weights[i % sets],
-                xp,
-                &prologue,
-                res,
-                yp,
-                t,
-            )
-        })?;
-        records.push(gemv_record(
-            ctx,
-            &what,
-            super::linear_exact::launched_route(&route, n, k)
-                .spec()
-                .entry,
-            (t, n, k),
-            &layout,
-            us,
-        ));
+        let exact = choose(q4, t, epilogue, kind).expect("an mma route at T = 8");
+        let bf16 = rounded(&exact).expect("a bf16 tile at T = 8");
+        for route in [exact, bf16] {
+            let us = median_batched_us(gpu, 15, |i| {
+                super::linear_exact::launch_with(
+                    gpu,
+                    &route,
+                    &weights[i % sets],
+                    xp,
+                    &prologue,
+                    res,
+                    yp,
+                    t,
+                )
+            })?;
+            records.push(gemv_record(
+                ctx,
+                &what,
+                super::linear_exact::launched_route(&route, n, k)
+                    .spec()
+                    .entry,
+                (t, n, k),
+                &layout,
+                us,
+            ));
+        }
     }
     Ok(records)
 }
@@ -990,9 +1042,9 @@ mod tests {
         assert!(!p.one_slab(80), "{p:?}");
     }
 
-    /// Five instantiations (q4 T = 8 plain and q8 T = 8 SwiGLU + residual in the ring
+    /// Seven instantiations (q4 T = 8 plain and q8 T = 8 SwiGLU + residual in the ring
     /// kernel, q4 T = 16 RMSNorm(1 + w), q8 T = 32 SwiGLU + residual, q4 T = 8 plain in the
-    /// register kernel) and the K-range sums with and without RMSNorm render, wait for the
+    /// register kernel, two with bf16-rounded activations) and the K-range sums with and without RMSNorm render, wait for the
     /// previous kernel once, and compile with NVRTC for sm_90.
     #[test]
     fn mma_kernels_compile_with_nvrtc() {
@@ -1021,6 +1073,24 @@ mod tests {
             }
             .spec(),
         );
+        // The bf16 mode's tiles: the ring kernel at T = 8 with RMSNorm(1 + w), the
+        // register kernel at T = 32 with SwiGLU and the residual.
+        for (tt, kind, epilogue) in [
+            (8, zc, Epilogue::None),
+            (32, PrologueKind::Swiglu, Epilogue::Residual),
+        ] {
+            let exact = choose(q4, tt, epilogue, kind).unwrap();
+            let bf16 = rounded(&exact).unwrap();
+            assert!(bf16.rounds_activations() && !exact.rounds_activations());
+            assert!(bf16.spec().entry.ends_with("_b16"), "{}", bf16.spec().entry);
+            let src = jit.render(&bf16.spec()).unwrap();
+            assert!(src.contains("#define PARTS 1"), "{}", bf16.spec().entry);
+            assert!(jit
+                .render(&exact.spec())
+                .unwrap()
+                .contains("#define PARTS 3"));
+            specs.push(bf16.spec());
+        }
         specs.push(sum_spec(Epilogue::None, true));
         specs.push(sum_spec(Epilogue::Residual, false));
         for spec in specs {

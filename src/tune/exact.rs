@@ -63,7 +63,8 @@ pub fn tunable(format: &Format) -> bool {
 }
 
 /// The candidate routes for `format` at column tile `tt` (plain epilogue, no prologue): every
-/// route `linear_exact` instantiates there but the generic GEMV, the heuristics' choice
+/// route `linear_exact` instantiates there but the generic GEMV and the mma tiles that round
+/// their activations to bf16 (the bf16 mode's, not exact), the heuristics' choice
 /// first, the others in `linear_exact::all_routes`' order (so a kernel that module adds is a
 /// candidate without a list here); empty where the stream kernel does not take the format.
 pub fn candidates(format: &'static Format, tt: u32) -> Vec<ExactRoute> {
@@ -77,7 +78,8 @@ pub fn candidates(format: &'static Format, tt: u32) -> Vec<ExactRoute> {
             && r.tt == tt
             && r.epilogue == Epilogue::None
             && r.prologue == PrologueKind::None
-            && r.kernel != ExactKernel::Gemv;
+            && r.kernel != ExactKernel::Gemv
+            && !r.rounds_activations();
         if here && !v.contains(&r) {
             v.push(r);
         }
@@ -343,6 +345,7 @@ mod tests {
                     .iter()
                     .filter(|r| r.format.name == name && r.tt == tt)
                     .filter(|r| r.epilogue == Epilogue::None && r.prologue == PrologueKind::None)
+                    .filter(|r| !r.rounds_activations())
                     .count();
                 assert_eq!(c.len(), stream_tiles(tt).len() + ring + mma, "{name} t{tt}");
                 for r in &c {

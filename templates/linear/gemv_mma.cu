@@ -52,9 +52,14 @@
   written by no kernel). Every thread then waits once, straight-line (no return anywhere
   in the kernel), before the first read of x, pw or the residual and any store.
 
+  Rounded to bf16 (parts = 1, the engine's bf16 mode): each activation is staged as
+  bf16(x) alone, one column a token (tt = 8: one n-tile, a third of the mma work and
+  staging), the products then those of bf16 activations: not exact, measured as a
+  precision trade.
+
   Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, epilogue
-  ("none" | "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" |
-  "swiglu"). Arguments after K: slab (groups per slab), pw, eps, kr (K-ranges; gridDim.x
+  ("none" | "residual"), act ("f32"), parts (3, the default, or 1), prologue ("none" |
+  "rmsnorm" | "rmsnorm1p" | "swiglu"). Arguments after K: slab (groups per slab), pw, eps, kr (K-ranges; gridDim.x
   a multiple of it), part (kr > 1: [kr][T][N] f32 sums, then with RMSNorm [kr][T] sums
   of squares). Dynamic shared memory: slab * FMT_GROUP * NT * 16 + warps * 16 *
   (8 * NT + 1) * 4 bytes (slab, then sums), plus slab * TT * 16 with RMSNorm.
@@ -69,12 +74,16 @@
 #define WARPS {{ warps }}
 #define UNROLL ({{ unroll }} / 2)       // groups per register buffer (two buffers)
 #define BLOCK (WARPS * 32)
-#define NCOL (3 * TT)                  // split columns: token c / 3, part c % 3
+#define PARTS {{ parts | default(value=3) }}  // columns a token: 3 exact pieces, or 1 (bf16)
+#define NCOL (PARTS * TT)              // split columns: token c / PARTS, part c % PARTS
 #define NT ((NCOL + 7) / 8)            // n-tiles of 8 columns
 #define PAIRS (FMT_LANE_N / 2)         // bf16x2 of one lane, row and group
 #define STEPS (FMT_GROUP / 16)         // k16 steps per group
 #define XQ (PAIRS / 4)                 // 16-byte pieces of one lane, group and n-tile
 #define RED_LD (8 * NT + 1)
+#if PARTS != 3 && PARTS != 1
+#error "parts is 3 (exact) or 1 (activations rounded to bf16)"
+#endif
 #if FMT_BITS != 4 && FMT_BITS != 8
 #error "gemv_mma takes 4- and 8-bit codes"
 #endif

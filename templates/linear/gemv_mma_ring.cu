@@ -37,8 +37,11 @@
   written by no kernel; shared memory only). Every thread then waits once, straight-line,
   before the first read of x, pw or the residual and before any store.
 
+  With parts = 1 the activations are rounded to bf16, one column a token (see
+  linear/gemv_mma.cu).
+
   Params: format (4 or 8 bits, 32-byte groups), tt, warps (even), mt, epilogue ("none" |
-  "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" | "swiglu").
+  "residual"), act ("f32"), parts (3, the default, or 1), prologue ("none" | "rmsnorm" | "rmsnorm1p" | "swiglu").
   Arguments: as gemv_mma.cu. Dynamic shared memory: warps * 2 * STAGE_B (ring) +
   slab * FMT_GROUP * NT * 16 (activations) + warps * 16 mt * (8 NT + 1) * 4 (sums), plus
   slab * TT * 16 with RMSNorm.
@@ -53,7 +56,8 @@
 #define WARPS {{ warps }}
 #define MT {{ mt }}
 #define BLOCK (WARPS * 32)
-#define NCOL (3 * TT)                  // split columns: token c / 3, part c % 3
+#define PARTS {{ parts | default(value=3) }}  // columns a token: 3 exact pieces, or 1 (bf16)
+#define NCOL (PARTS * TT)              // split columns: token c / PARTS, part c % PARTS
 #define NT ((NCOL + 7) / 8)            // n-tiles of 8 columns
 #define PAIRS (FMT_LANE_N / 2)         // bf16x2 of one lane, row and group
 #define STEPS (FMT_GROUP / 16)         // k16 steps per group
@@ -63,6 +67,9 @@
 #define U 4                            // groups a stage
 #define ROW_B (U * 32)                 // a row's bytes in a stage
 #define STAGE_B (ROWS * ROW_B)
+#if PARTS != 3 && PARTS != 1
+#error "parts is 3 (exact) or 1 (activations rounded to bf16)"
+#endif
 #if FMT_BITS != 4 && FMT_BITS != 8
 #error "gemv_mma_ring takes 4- and 8-bit codes"
 #endif

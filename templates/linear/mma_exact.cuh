@@ -3,7 +3,8 @@
 // staging of a K-range's split fragments (with the fused prologue) and the outputs of a
 // pass. The including kernel defines TT, NT, XQ, PAIRS, BLOCK, RED_LD, PRO_RMS,
 // PRO_SWIGLU, ROWS (rows of a warp's stream in a pass) and STAGE_LANE(tq) (which quarter
-// of a group lane quad t = tq holds: the order its weights reach the lanes in) first;
+// of a group lane quad t = tq holds: the order its weights reach the lanes in) and PARTS
+// (3: the exact split; 1: activations rounded to bf16, one column a token) first;
 // the Tera context's `prologue` and `epilogue` are this file's too.
 #ifndef NINFER_LINEAR_MMA_EXACT
 #define NINFER_LINEAR_MMA_EXACT
@@ -41,7 +42,7 @@ __device__ __forceinline__ void split3(float a, float b, u32* hi, u32* mid, u32*
 
 // Stages groups [s0, s0 + sg) of all T columns at xs, in the B-fragment order (per group,
 // n-tile, 16-byte piece: the 32 lanes' pieces contiguous, conflict-free 16-byte reads):
-// unit (group, token, lane quarter tq) writes the three split fragments of that token's
+// unit (group, token, lane quarter tq) writes the PARTS split fragments of that token's
 // FMT_LANE_N activations for the lanes (column % 8) * 4 + tq. The prologue is applied
 // (rmsnorm / rmsnorm1p stage x * w and leave each unit's sum of squares in ssu[unit],
 // 1 / rms being applied to the outputs; swiglu stages silu(gate) * up, x rows holding
@@ -98,13 +99,18 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
             }
         }
 #endif
-        u32 fr[3][PAIRS];
+        u32 fr[PARTS][PAIRS];
 #pragma unroll
-        for (int i = 0; i < PAIRS; ++i)
+        for (int i = 0; i < PAIRS; ++i) {
+#if PARTS == 3
             split3(v[fmt_pair_lo(i)], v[fmt_pair_hi(i)], &fr[0][i], &fr[1][i], &fr[2][i]);
+#else
+            fr[0][i] = pack_bf16x2(v[fmt_pair_lo(i)], v[fmt_pair_hi(i)]);
+#endif
+        }
 #pragma unroll
-        for (int p = 0; p < 3; ++p) {
-            const int c = 3 * tk + p;
+        for (int p = 0; p < PARTS; ++p) {
+            const int c = PARTS * tk + p;
             uint4* d = xs + ((gl * NT + (c >> 3)) * XQ) * 32 + (c & 7) * 4 + tq;
 #pragma unroll
             for (int h = 0; h < XQ; ++h)
@@ -115,7 +121,7 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
 
 // The outputs of a pass: pmn streams from row pm0 * ROWS, each summed over its ks slices
 // in slice order from red (row r of stream st, slice sl at (st * ks + sl) * ROWS + r, its
-// columns 3 tk + part), hi + (mid + lo). One K-range: times 1 / rms (RMSNorm, from ss_blk)
+// columns PARTS tk + part), hi + (mid + lo) (hi alone with one part). One K-range: times 1 / rms (RMSNorm, from ss_blk)
 // and plus the residual into y; several: into part[kb] (linear/splitk_sum.cu adds them).
 // Row fastest, so that the stores of a token's outputs are contiguous.
 __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, int ks, int T,
@@ -130,10 +136,12 @@ __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, i
         if (row < N) {
             float hi = 0.0f, mid = 0.0f, lo = 0.0f;
             for (int sl = 0; sl < ks; ++sl) {
-                const float* p = red + ((st * ks + sl) * ROWS + r) * RED_LD + 3 * tk;
+                const float* p = red + ((st * ks + sl) * ROWS + r) * RED_LD + PARTS * tk;
                 hi += p[0];
+#if PARTS == 3
                 mid += p[1];
                 lo += p[2];
+#endif
             }
             float out = hi + (mid + lo);
             const long long at = (long long)tk * N + row;
