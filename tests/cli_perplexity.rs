@@ -169,6 +169,12 @@ fn check_fixture(name: &str) {
         assert_eq!(record["tokens_used"].as_u64().unwrap() as usize, ids.len());
         assert_eq!(record["file_sha256"].as_str().unwrap().len(), 64);
         assert!(record["rev"].is_string());
+        // The cpu computes with the file's values: the record says so.
+        assert_eq!(record["device"], "cpu");
+        assert_eq!(
+            (record["weights"].as_str(), record["activations"].as_str()),
+            (Some("f32"), Some("exact"))
+        );
 
         let (mean, n) = direct_mean_nll(&model, &ids, bos, ctx, stride, method);
         assert_eq!(scored, n, "{name} {method:?}");

@@ -221,6 +221,14 @@ pub fn run(args: &PerplexityArgs) -> Result<(), CliError> {
             "seconds": totals.elapsed_s,
             "tokens_per_s": totals.tokens_per_s(),
             "device": device,
+            // The GPU engine's weight format and linear inputs (the cpu backend computes
+            // with the file's values, exact).
+            "weights": if device == "cuda" { args.gpu.weights.as_str() } else { "f32" },
+            "activations": if device == "cuda" {
+                format!("{:?}", args.gpu.activations).to_lowercase()
+            } else {
+                "exact".into()
+            },
             "precision": job.precision.flags(),
             "rev": crate::bench::model::git_rev(),
         });
