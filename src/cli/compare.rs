@@ -195,12 +195,13 @@ fn compare_lanes(
         .map(|(len, same, rel)| format!("{len}:{same}/{n}:{rel:.1e}"))
         .collect();
     println!(
-        "{}: {} lanes decoded together on {device} with {} weights, prompts of {} to {} tokens, {n} greedy tokens each, vs cpu single-sequence: {}; logits rel L2 worst {worst:.3e}; per lane (prompt:identical:rel) {}; {}",
+        "{}: {} lanes decoded together on {device} with {} weights, prompts of {} to {} tokens, {n} greedy tokens each, vs cpu single-sequence{}: {}; logits rel L2 worst {worst:.3e}; per lane (prompt:identical:rel) {}; {}",
         files.location.path().display(),
         args.lanes,
         args.gpu.options()?.weights.name,
         prompts[0].len(),
         prompts[prompts.len() - 1].len(),
+        same_values(precision),
         if identical { "identical" } else { "tokens differ" },
         summary.join(" "),
         if pass { "PASS" } else { "FAIL" }
@@ -240,6 +241,15 @@ fn append_json(path: &std::path::Path, rec: &serde_json::Value) -> Result<(), Cl
         .open(path)
         .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
     writeln!(f, "{rec}").map_err(|e| CliError::failed(e.to_string()))
+}
+
+/// How the cpu reference holds the weights, for the summary line.
+fn same_values(p: &PrecisionOptions) -> &'static str {
+    if p.held_weights.is_some() {
+        " (holding the same values)"
+    } else {
+        ""
+    }
 }
 
 fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
@@ -286,6 +296,15 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
         return Err(CliError::usage("the prompt encodes to no tokens"));
     }
     let chosen = choose_backend(args.device, &args.gpu, &precision)?;
+    // The cpu reference holds the weights as the GPU does (`--weights`), so that the
+    // comparison measures the engine, not the format.
+    let precision = match &chosen {
+        Chosen::Cuda(_) if weights.name != "f32" => PrecisionOptions {
+            held_weights: Some(weights.name.as_str()),
+            ..precision
+        },
+        _ => precision,
+    };
     if args.lanes > 1 {
         return compare_lanes(args, &files, &ids, &chosen, &precision);
     }
@@ -315,11 +334,12 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     let identical = same == args.tokens;
     let pass = identical && prefill_rel <= args.tolerance && decode_rel <= args.tolerance;
     println!(
-        "{}: {} prompt tokens, {} greedy tokens on {device} with {} weights vs cpu: {}; logits rel L2 worst {:.3e} (prefill, {} rows), {:.3e} (decode, {} rows); {}",
+        "{}: {} prompt tokens, {} greedy tokens on {device} with {} weights vs cpu{}: {}; logits rel L2 worst {:.3e} (prefill, {} rows), {:.3e} (decode, {} rows); {}",
         files.location.path().display(),
         ids.len(),
         args.tokens,
         weights.name,
+        same_values(&precision),
         if identical {
             "identical".to_string()
         } else {

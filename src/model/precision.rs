@@ -96,6 +96,10 @@ pub struct PrecisionOptions {
     pub prefill_chunk: Option<usize>,
     /// `--prefill-cublas`: long linears on cuBLAS in bf16 (GPU engine only).
     pub prefill_cublas: bool,
+    /// The registered format (by name) every weight matrix is held in where its width
+    /// allows, f32 elsewhere: what the GPU engine does with `--weights`. `ninfer compare`
+    /// sets it for both sides, so that the cpu reference computes with the GPU's values.
+    pub held_weights: Option<&'static str>,
 }
 
 impl PrecisionOptions {

@@ -70,7 +70,7 @@ impl<B: Backend> Llama<B> {
         let lin = |name: &str| -> Result<B::Linear, ArchError> {
             let (shape, v) = tensor_f32(w, name)?;
             let cols = *shape.last().unwrap_or(&1);
-            Ok(b.linear_from_f32(v.len() / cols.max(1), cols, v))
+            Ok(super::hold_linear(b, opts, v.len() / cols.max(1), cols, v))
         };
         // Weights stacked by rows into one layer (same K): one launch instead of several.
         let stacked = |names: &[String]| -> Result<B::Linear, ArchError> {
@@ -88,7 +88,7 @@ impl<B: Backend> Llama<B> {
                 data.extend(v);
             }
             let cols = cols.unwrap_or(1).max(1);
-            Ok(b.linear_from_f32(data.len() / cols, cols, data))
+            Ok(super::hold_linear(b, opts, data.len() / cols, cols, data))
         };
         let vec = |name: &str| -> Result<B::Vector, ArchError> {
             Ok(b.vector_from_f32(tensor_f32(w, name)?.1))

@@ -284,6 +284,27 @@ impl VocabValues {
     }
 }
 
+/// A `[rows, cols]` weight matrix on `b`: in `opts.held_weights`' format where a row of
+/// `cols` fits it (the GPU engine's rule for `--weights`, `ops::linear_exact::supports`),
+/// else in the backend's default format.
+pub fn hold_linear<B: Backend>(
+    b: &B,
+    opts: &PrecisionOptions,
+    rows: usize,
+    cols: usize,
+    data: Vec<f32>,
+) -> B::Linear {
+    let held = opts
+        .held_weights
+        .map(|name| crate::formats::format(name).expect("held_weights names a registered format"));
+    match held {
+        Some(f) if crate::ops::linear_exact::supports(f, cols) => {
+            b.linear_from_f32_in(rows, cols, data, f)
+        }
+        _ => b.linear_from_f32(rows, cols, data),
+    }
+}
+
 /// Uploads the embedding table and the head (`None`: tied, no head tensor) as `opts` asks:
 /// a vocabulary flag stores its tensor in `q4_g64` / `q6_g64` through
 /// [`Backend::linear_from_f32_in`], no flag in the backend's default format. Returns the
@@ -305,7 +326,7 @@ pub fn vocab_tensors<B: Backend>(
 ) -> Result<(B::Linear, Option<B::Linear>), ArchError> {
     let put = |which: VocabTensor, v: VocabValues| -> Result<B::Linear, ArchError> {
         let Some(q) = opts.vocab(which) else {
-            return Ok(b.linear_from_f32(v.rows, v.cols, v.data));
+            return Ok(hold_linear(b, opts, v.rows, v.cols, v.data));
         };
         group_fits(which, q, v.cols)?;
         Ok(b.linear_from_f32_in(v.rows, v.cols, v.data, vocab_format(q)))
@@ -632,5 +653,45 @@ impl<B: Backend> ModelState<B> {
             ModelState::Llama(s) => &mut s.kv,
             ModelState::Qwen35(s) => &mut s.kv,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::CpuBackend;
+
+    /// `held_weights` re-encodes a matrix whose rows fit the format (the cpu then computes
+    /// with the GPU's values) and leaves the others f32, as the GPU engine does.
+    #[test]
+    fn held_weights_reencode_where_the_width_fits() {
+        let b = CpuBackend;
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let opts = PrecisionOptions {
+            held_weights: Some("q4_g64"),
+            ..Default::default()
+        };
+        let values = |n: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 97.0)
+                .collect()
+        };
+        let (rows, cols) = (3, 128);
+        let held = hold_linear(&b, &opts, rows, cols, values(rows * cols));
+        let want = b.linear_from_f32_in(rows, cols, values(rows * cols), q4);
+        assert_eq!(held.data, want.data);
+        assert_ne!(held.data, values(rows * cols), "q4_g64 rounds these values");
+        // 100 columns are not whole groups of 64: f32, as on the GPU.
+        let odd = hold_linear(&b, &opts, rows, 100, values(rows * 100));
+        assert_eq!(odd.data, values(rows * 100));
+        // No held format: the backend's default.
+        let plain = hold_linear(
+            &b,
+            &PrecisionOptions::default(),
+            rows,
+            cols,
+            values(rows * cols),
+        );
+        assert_eq!(plain.data, values(rows * cols));
     }
 }

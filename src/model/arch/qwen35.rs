@@ -92,6 +92,7 @@ fn norm_mlp_add<B: Backend>(
 /// Matrices of `cols` columns stacked by rows into one linear layer (`parts` in order).
 fn stack_rows<B: Backend>(
     b: &B,
+    opts: &PrecisionOptions,
     cols: usize,
     parts: Vec<(String, Vec<f32>)>,
 ) -> Result<B::Linear, ArchError> {
@@ -109,7 +110,7 @@ fn stack_rows<B: Backend>(
         }
         data.extend(v);
     }
-    Ok(b.linear_from_f32(data.len() / cols, cols, data))
+    Ok(super::hold_linear(b, opts, data.len() / cols, cols, data))
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -232,7 +233,7 @@ impl<B: Backend> Qwen35<B> {
         let lin = |name: &str| -> Result<B::Linear, ArchError> {
             let (shape, v) = tensor_f32(w, name)?;
             let cols = *shape.last().unwrap_or(&1);
-            Ok(b.linear_from_f32(v.len() / cols.max(1), cols, v))
+            Ok(super::hold_linear(b, opts, v.len() / cols.max(1), cols, v))
         };
         let raw = |name: &str| -> Result<Vec<f32>, ArchError> { Ok(tensor_f32(w, name)?.1) };
         let vec =
@@ -257,7 +258,12 @@ impl<B: Backend> Qwen35<B> {
                     Ok((name.clone(), raw(&name)?))
                 };
                 Mixer::Attention {
-                    wqkv: stack_rows(b, c.hidden_size, vec![part("q")?, part("k")?, part("v")?])?,
+                    wqkv: stack_rows(
+                        b,
+                        opts,
+                        c.hidden_size,
+                        vec![part("q")?, part("k")?, part("v")?],
+                    )?,
                     o_proj: lin(&format!("{a}o_proj.weight"))?,
                     q_norm: vec(&format!("{a}q_norm.weight"))?,
                     k_norm: vec(&format!("{a}k_norm.weight"))?,
@@ -284,7 +290,7 @@ impl<B: Backend> Qwen35<B> {
                         .collect::<Result<Vec<_>, _>>()?
                 };
                 Mixer::Gdn {
-                    in_proj: stack_rows(b, c.hidden_size, in_parts)?,
+                    in_proj: stack_rows(b, opts, c.hidden_size, in_parts)?,
                     params: b.gdn_weights(
                         d,
                         raw(&format!("{la}conv1d.weight"))?,
@@ -302,7 +308,7 @@ impl<B: Backend> Qwen35<B> {
                     Ok((name.clone(), raw(&name)?))
                 };
                 Ok(Mlp {
-                    gate_up: stack_rows(b, c.hidden_size, vec![part("gate")?, part("up")?])?,
+                    gate_up: stack_rows(b, opts, c.hidden_size, vec![part("gate")?, part("up")?])?,
                     down: lin(&format!("{q}down_proj.weight"))?,
                 })
             };
@@ -325,12 +331,16 @@ impl<B: Backend> Qwen35<B> {
                             .map(|e| {
                                 let g0 = e * 2 * inter * h;
                                 Mlp {
-                                    gate_up: b.linear_from_f32(
+                                    gate_up: super::hold_linear(
+                                        b,
+                                        opts,
                                         2 * inter,
                                         h,
                                         gu[g0..g0 + 2 * inter * h].to_vec(),
                                     ),
-                                    down: b.linear_from_f32(
+                                    down: super::hold_linear(
+                                        b,
+                                        opts,
                                         h,
                                         inter,
                                         dn[e * h * inter..(e + 1) * h * inter].to_vec(),
