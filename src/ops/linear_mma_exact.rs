@@ -15,6 +15,12 @@
 //! launches of at most [`MMA_RING_MAX_WEIGHTS`]; larger ones run the register kernel
 //! ([`mma_substitute`]). `NINFER_MMA_RING=0` takes the register kernel everywhere, `all`
 //! the ring kernel everywhere.
+//!
+//! The same kernels with [`MmaTile::bf16`] round each activation to bf16 instead of
+//! splitting it (one column a token, a third of the mma work and staging): not exact, the
+//! engine's bf16 mode at [`MMA_BF16_TT`] (bench/kernels v56: 17408x5120 at T = 8 26.8 us
+//! against 36.3 exact; +0.009% perplexity on SmolLM2 q4_g64, v58). They are qualified at
+//! the bf16 allowance and are never the exact route's tuning candidates.
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
