@@ -46,7 +46,7 @@ use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
 use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
 use crate::ops::linear_cublas::PrefillCublas;
-use crate::ops::linear_exact::{self, ExactKernel, ExactRoute, Prologue, PrologueKind};
+use crate::ops::linear_exact::{self, ExactRoute, Prologue, PrologueKind};
 use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
@@ -1123,12 +1123,15 @@ impl CudaBackend {
             && linear_exact::mma_enabled()
     }
 
-    /// In bf16 mode, rounds the activations of an exact mma route to bf16 (a third of its
-    /// tensor-core work: `linear_mma_exact::MmaTile::bf16`); other routes stay exact.
+    /// In bf16 mode, rounds the activations of an exact mma route to bf16 where that tile
+    /// is instantiated (a third of its tensor-core work: `linear_mma_exact::rounded`);
+    /// other routes stay exact.
     fn round_activations(&self, route: &mut ExactRoute) {
-        if let ExactKernel::Mma(tile) = route.kernel {
-            route.kernel =
-                ExactKernel::Mma(tile.rounding(self.opts.act == LinearActivations::Bf16));
+        if self.opts.act != LinearActivations::Bf16 {
+            return;
+        }
+        if let Some(r) = crate::ops::linear_mma_exact::rounded(route) {
+            *route = r;
         }
     }
 

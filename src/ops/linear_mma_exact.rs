@@ -670,8 +670,9 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
     Ok(records)
 }
 
-/// `route` with its activations rounded to bf16, where that tile is instantiated.
-fn rounded(route: &ExactRoute) -> Option<ExactRoute> {
+/// `route` with its activations rounded to bf16, where that tile is instantiated (an mma
+/// route at [`MMA_BF16_TT`]); the bf16 mode's and the benches' one rule.
+pub fn rounded(route: &ExactRoute) -> Option<ExactRoute> {
     match route.kernel {
         ExactKernel::Mma(tile) if MMA_BF16_TT.contains(&route.tt) => Some(ExactRoute {
             kernel: ExactKernel::Mma(tile.rounding(true)),
