@@ -200,3 +200,64 @@ fn bad_inputs_are_refused_with_a_sentence() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn readbacks_time_each_decode_row_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.jsonl");
+    let llama = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/llama");
+    let out = ninfer(&[
+        "bench",
+        "model",
+        "--model",
+        llama,
+        "--device",
+        "cpu",
+        "--prompt",
+        "4",
+        "--lanes",
+        "1,2",
+        "--decode-tokens",
+        "2",
+        "--readback",
+        "greedy,logits",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rows: Vec<(String, u64, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                r["lanes"].as_u64().unwrap(),
+                r["readback"].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("prompt", 1, "-"),
+        ("decode", 1, "greedy"),
+        ("decode", 1, "logits"),
+        ("decode", 2, "greedy"),
+        ("decode", 2, "logits"),
+    ];
+    let want: Vec<(String, u64, String)> = want
+        .iter()
+        .map(|&(k, l, r)| (k.to_string(), l, r.to_string()))
+        .collect();
+    assert_eq!(rows, want);
+    assert!(stdout.contains("decode logits"), "{stdout}");
+    // An unknown readback is refused by clap, naming the choices.
+    let out = ninfer(&["bench", "model", "--device", "cpu", "--readback", "ids"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("greedy") && err.contains("logits"), "{err}");
+}

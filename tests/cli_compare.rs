@@ -42,6 +42,9 @@ fn the_cpu_against_itself_is_identical_and_writes_a_record() {
         serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
     assert_eq!(rec["identical_tokens"], 8);
     assert_eq!(rec["prefill_rel_l2"], 0.0);
+    // The greedy step (a second decode of the prompt) picked the same tokens.
+    assert_eq!(rec["greedy_step_agrees"], true);
+    assert!(stdout.contains("greedy step: the same tokens"), "{stdout}");
     assert_eq!(rec["pass"], true);
 }
 
@@ -127,6 +130,7 @@ fn lanes_on_the_cpu_match_single_sequences_and_write_a_record() {
         .collect();
     assert_eq!((lens[1] - lens[0], lens[2] - lens[0]), (1, 2));
     assert!(rec["decode_rel_l2_worst"].as_f64().unwrap() < 1e-5);
+    assert_eq!(rec["greedy_step_agrees"], true);
     assert_eq!(rec["pass"], true);
 }
 

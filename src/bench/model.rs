@@ -12,7 +12,10 @@
 //! Prompt speed: a fresh sequence per run; `warmup` untimed runs of the same prompt first
 //! (they compile the kernels); the median of `repeat` timed runs. Decode speed: a sequence
 //! holding `decode_context` tokens, `warmup_steps` untimed single-token steps, then
-//! `decode_tokens` timed steps (each returns its logits to the host, as generation does).
+//! `decode_tokens` timed steps, each as [`Plan::readbacks`] asks: a greedy step as
+//! `ninfer run` takes it (the next token back on the host: [`CausalLm::forward_greedy`],
+//! where the GPU takes the argmax and reads back one id), or a step returning its logits to
+//! the host, as sampling at a temperature does.
 //! Token ids are random (seeded): no tokenizer is needed.
 //!
 //! Several lanes (independent sequences decoded together) run the batched decode step
@@ -52,6 +55,19 @@ pub struct Plan {
     pub repeat: usize,
     /// Seed of the random token ids.
     pub seed: u64,
+    /// What decode steps read back; every decode row is timed once per entry, in order,
+    /// each on fresh sequences.
+    pub readbacks: Vec<Readback>,
+}
+
+/// What a timed decode step hands back to the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Readback {
+    /// Each lane's greedy next token ([`CausalLm::forward_greedy`]).
+    Greedy,
+    /// Each lane's logits (the vocabulary's values).
+    Logits,
 }
 
 /// Whether a measurement is of a prompt or of decode steps.
@@ -78,6 +94,8 @@ pub struct Measurement {
     /// The pass of an A/B run this prompt was timed in: the precision flag it adds to the
     /// run's (`""` for the plain pass); `None` outside A/B runs.
     pub variant: Option<String>,
+    /// Decode: what each timed step read back.
+    pub readback: Option<Readback>,
 }
 
 impl Measurement {
@@ -121,6 +139,9 @@ pub struct ModelBenchRecord {
     pub tokens_per_s: Option<f64>,
     /// Decode: mean time of one step.
     pub step_us: Option<f64>,
+    /// Decode: what each step read back to the host (`greedy`: the next token, `logits`).
+    #[serde(default)]
+    pub readback: Option<Readback>,
     /// Decode: bytes of weights one step reads (see the module docs).
     pub step_bytes: Option<f64>,
     /// The copy bandwidth measured in this run (bytes read plus written per second / 1e9).
@@ -327,6 +348,7 @@ pub fn measure<B: Backend>(
                 seconds: Some(crate::bench::median(&mut times)),
                 note: None,
                 variant: pass.map(|(flag, _)| flag.to_string()),
+                readback: None,
             },
             &mut out,
         );
@@ -344,12 +366,14 @@ pub fn measure<B: Backend>(
             if let Some((_, switch)) = pass {
                 switch();
             }
-            let mut m = match lanes {
-                1 => decode_one(&model, plan, vocab, chunk),
-                _ => decode_lanes(&model, plan, lanes, vocab, chunk),
-            };
-            m.variant = pass.map(|(flag, _)| flag.to_string());
-            push(m, &mut out);
+            for &readback in &plan.readbacks {
+                let mut m = match lanes {
+                    1 => decode_one(&model, plan, readback, vocab, chunk),
+                    _ => decode_lanes(&model, plan, readback, lanes, vocab, chunk),
+                };
+                m.variant = pass.map(|(flag, _)| flag.to_string());
+                push(m, &mut out);
+            }
         }
     }
     Ok((load_s, out))
@@ -360,6 +384,7 @@ pub fn measure<B: Backend>(
 fn decode_one<B: Backend>(
     model: &arch::Model<B>,
     plan: &Plan,
+    readback: Readback,
     vocab: usize,
     chunk: Option<usize>,
 ) -> Measurement {
@@ -381,9 +406,18 @@ fn decode_one<B: Backend>(
     let t = Instant::now();
     let mut last = Vec::new();
     for &id in &steps[plan.warmup_steps..] {
-        last = model.forward(&mut state, &[id], LogitsWanted::Last);
+        match readback {
+            Readback::Logits => last = model.forward(&mut state, &[id], LogitsWanted::Last),
+            Readback::Greedy => {
+                model.forward_greedy(&mut state, id);
+            }
+        }
     }
     let s = t.elapsed().as_secs_f64();
+    if readback == Readback::Greedy {
+        // One more step, untimed, for logits to check.
+        last = model.forward(&mut state, &[steps[0]], LogitsWanted::Last);
+    }
     check_finite(&last, "decode");
     Measurement {
         kind: Kind::Decode,
@@ -393,6 +427,7 @@ fn decode_one<B: Backend>(
         seconds: Some(s),
         note: None,
         variant: None,
+        readback: Some(readback),
     }
 }
 
@@ -402,6 +437,7 @@ fn decode_one<B: Backend>(
 fn decode_lanes<B: Backend>(
     model: &arch::Model<B>,
     plan: &Plan,
+    readback: Readback,
     lanes: usize,
     vocab: usize,
     chunk: Option<usize>,
@@ -428,9 +464,18 @@ fn decode_lanes<B: Backend>(
     let t = Instant::now();
     let mut last = Vec::new();
     for k in plan.warmup_steps..plan.warmup_steps + plan.decode_tokens {
-        last = model.forward_lanes(&mut refs, &ids_at(k));
+        match readback {
+            Readback::Logits => last = model.forward_lanes(&mut refs, &ids_at(k)),
+            Readback::Greedy => {
+                model.forward_lanes_greedy(&mut refs, &ids_at(k));
+            }
+        }
     }
     let s = t.elapsed().as_secs_f64();
+    if readback == Readback::Greedy {
+        // One more step, untimed, for logits to check.
+        last = model.forward_lanes(&mut refs, &ids_at(0));
+    }
     for l in &last {
         check_finite(l, "decode");
     }
@@ -442,6 +487,7 @@ fn decode_lanes<B: Backend>(
         seconds: Some(s),
         note: None,
         variant: None,
+        readback: Some(readback),
     }
 }
 
@@ -515,6 +561,7 @@ pub fn record(info: &RunInfo, m: &Measurement) -> ModelBenchRecord {
         seconds: m.seconds,
         tokens_per_s: tps,
         step_us,
+        readback: m.readback,
         step_bytes: decode.then_some(info.step_bytes),
         copy_gb_per_s: info.copy_bytes_per_s.map(|b| b * 1e-9),
         floor_us,
@@ -535,7 +582,7 @@ pub fn record(info: &RunInfo, m: &Measurement) -> ModelBenchRecord {
 /// The table printed on stdout.
 pub fn format_table(records: &[ModelBenchRecord]) -> String {
     let mut out = format!(
-        "{:<8}  {:>5}  {:>6}  {:>7}  {:>10}  {:>10}  {:>10}  {:>8}\n",
+        "{:<13}  {:>5}  {:>6}  {:>7}  {:>10}  {:>10}  {:>10}  {:>8}\n",
         "what", "lanes", "tokens", "context", "tokens/s", "step_us", "floor_us", "of floor"
     );
     let opt = |v: Option<f64>, digits: usize| {
@@ -545,13 +592,14 @@ pub fn format_table(records: &[ModelBenchRecord]) -> String {
     // An A/B run's rows differ in precision: each row then says which it ran with.
     let mixed = records.iter().any(|r| r.precision != records[0].precision);
     for r in records {
-        let what = match r.kind {
-            Kind::Prompt => "prompt",
-            Kind::Decode => "decode",
+        let what = match (r.kind, r.readback) {
+            (Kind::Prompt, _) => "prompt",
+            (Kind::Decode, Some(Readback::Logits)) => "decode logits",
+            (Kind::Decode, _) => "decode",
         };
         if !r.supported {
             out.push_str(&format!(
-                "{what:<8}  {:>5}  {:>6}  {:>7}  {}\n",
+                "{what:<13}  {:>5}  {:>6}  {:>7}  {}\n",
                 r.lanes,
                 r.tokens,
                 r.context,
@@ -560,7 +608,7 @@ pub fn format_table(records: &[ModelBenchRecord]) -> String {
             continue;
         }
         out.push_str(&format!(
-            "{what:<8}  {:>5}  {:>6}  {:>7}  {:>10}  {:>10}  {:>10}  {:>8}\n",
+            "{what:<13}  {:>5}  {:>6}  {:>7}  {:>10}  {:>10}  {:>10}  {:>8}\n",
             r.lanes,
             r.tokens,
             r.context,
@@ -738,9 +786,13 @@ mod tests {
             seconds: Some(0.02),
             note: None,
             variant: None,
+            readback: Some(Readback::Greedy),
         };
         let r = record(&info, &m);
         assert_eq!(r.floor_us, Some(1000.0));
+        assert_eq!(r.readback, Some(Readback::Greedy));
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains("\"readback\":\"greedy\""), "{line}");
         assert!((r.step_us.unwrap() - 2000.0).abs() < 1e-9);
         assert!((r.fraction.unwrap() - 0.5).abs() < 1e-12);
         assert!((r.tokens_per_s.unwrap() - 500.0).abs() < 1e-9);

@@ -82,6 +82,19 @@ pub struct ModelBenchArgs {
     /// Untimed decode steps before the timed ones.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub warmup_steps: usize,
+    /// What each timed decode step reads back, comma-separated (each decode row is timed
+    /// once per entry, on fresh sequences): `greedy`, the next token of every lane (as
+    /// greedy `ninfer run` decodes; on the GPU the argmax is taken on the device and one id
+    /// a lane comes back), or `logits`, every lane's logits (as sampling at a temperature
+    /// needs).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT,...",
+        value_delimiter = ',',
+        default_value = "greedy"
+    )]
+    pub readback: Vec<model_bench::Readback>,
     /// Timed runs of each prompt; the median is reported.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: usize,
@@ -284,6 +297,7 @@ impl ModelBenchArgs {
             warmup_steps: self.warmup_steps,
             repeat: self.repeat,
             seed: self.seed,
+            readbacks: self.readback.clone(),
         })
     }
 }
@@ -565,9 +579,13 @@ fn bench_on<B: Backend>(
             };
             match m.tokens_per_s() {
                 Some(t) => eprintln!(
-                    "{what} {} tokens, {} lane(s){}: {t:.1} tokens/s",
+                    "{what} {} tokens, {} lane(s){}{}: {t:.1} tokens/s",
                     m.tokens,
                     m.lanes,
+                    match m.readback {
+                        Some(model_bench::Readback::Logits) => ", logits read back",
+                        _ => "",
+                    },
                     match m.variant.as_deref() {
                         Some("") => " [default route]".to_string(),
                         Some(v) => format!(" [{v}]"),

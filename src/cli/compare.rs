@@ -6,6 +6,11 @@
 //! more of its tokens (so the lanes sit at different positions), and each lane's greedy
 //! tokens and logits are checked against the cpu backend's single-sequence run of that
 //! lane's prompt.
+//!
+//! The compared backend also decodes each prompt again through its greedy step
+//! ([`CausalLm::forward_greedy`], [`CausalLm::forward_lanes_greedy`]: on the GPU the argmax
+//! taken on the device, one id read back), whose tokens must equal the ones it picked from
+//! its own logits.
 
 use std::path::PathBuf;
 
@@ -64,6 +69,15 @@ struct Trace {
     tokens: Vec<u32>,
     rows: Vec<Vec<f32>>,
     prefill: Vec<f32>,
+    /// The same decode through the backend's greedy step (empty where not asked for).
+    greedy: Vec<u32>,
+}
+
+impl Trace {
+    /// Whether the greedy step picked the tokens the logits did.
+    fn greedy_agrees(&self) -> bool {
+        self.greedy == self.tokens
+    }
 }
 
 fn trace<B: Backend>(
@@ -72,6 +86,7 @@ fn trace<B: Backend>(
     ids: &[u32],
     n: usize,
     precision: &PrecisionOptions,
+    greedy: bool,
 ) -> Result<Trace, CliError> {
     let model = arch::load_with(b, files, precision)?;
     let chunk = precision.prefill_chunk;
@@ -87,10 +102,21 @@ fn trace<B: Backend>(
         rows.push(std::mem::take(&mut logits));
         logits = model.forward(&mut state, &[t], LogitsWanted::Last);
     }
+    let mut greedy_tokens = Vec::new();
+    if greedy {
+        let mut state = model.new_state();
+        let logits = forward_chunked(&model, &mut state, ids, LogitsWanted::Last, chunk);
+        greedy_tokens.push(argmax(&logits));
+        while greedy_tokens.len() < n {
+            let last = *greedy_tokens.last().expect("one pushed above");
+            greedy_tokens.push(model.forward_greedy(&mut state, last));
+        }
+    }
     Ok(Trace {
         tokens,
         rows,
         prefill,
+        greedy: greedy_tokens,
     })
 }
 
@@ -118,6 +144,7 @@ fn trace_lanes<B: Backend>(
             tokens: Vec::new(),
             rows: Vec::new(),
             prefill: Vec::new(),
+            greedy: Vec::new(),
         })
         .collect();
     let mut refs: Vec<_> = states.iter_mut().collect();
@@ -137,6 +164,22 @@ fn trace_lanes<B: Backend>(
         } else {
             model.forward_lanes(&mut refs, &ids)
         };
+    }
+    // Again through the batched greedy step, on fresh states.
+    let mut states: Vec<_> = prompts.iter().map(|_| model.new_state()).collect();
+    let mut ids: Vec<u32> = prompts
+        .iter()
+        .zip(states.iter_mut())
+        .map(|(p, s)| argmax(&forward_chunked(&model, s, p, LogitsWanted::Last, chunk)))
+        .collect();
+    let mut refs: Vec<_> = states.iter_mut().collect();
+    for k in 0..n {
+        for (tr, &id) in traces.iter_mut().zip(&ids) {
+            tr.greedy.push(id);
+        }
+        if k + 1 < n {
+            ids = model.forward_lanes_greedy(&mut refs, &ids);
+        }
     }
     Ok(traces)
 }
@@ -182,20 +225,21 @@ fn compare_lanes(
     let mut worst = 0.0f64;
     let mut per_lane = Vec::new();
     for (p, got) in prompts.iter().zip(&lanes) {
-        let want = trace(&CpuBackend, files, p, n, precision)?;
+        let want = trace(&CpuBackend, files, p, n, precision, false)?;
         let (same, rel) = agreement(got, &want);
         worst = worst.max(rel);
         per_lane.push((p.len(), same, rel));
     }
     let identical = per_lane.iter().all(|&(_, same, _)| same == n);
-    let pass = identical && worst <= args.tolerance;
+    let greedy_agrees = lanes.iter().all(Trace::greedy_agrees);
+    let pass = identical && greedy_agrees && worst <= args.tolerance;
     let device = chosen.name();
     let summary: Vec<String> = per_lane
         .iter()
         .map(|(len, same, rel)| format!("{len}:{same}/{n}:{rel:.1e}"))
         .collect();
     println!(
-        "{}: {} lanes decoded together on {device} with {} weights, prompts of {} to {} tokens, {n} greedy tokens each, vs cpu single-sequence{}: {}; logits rel L2 worst {worst:.3e}; per lane (prompt:identical:rel) {}; {}",
+        "{}: {} lanes decoded together on {device} with {} weights, prompts of {} to {} tokens, {n} greedy tokens each, vs cpu single-sequence{}: {}; logits rel L2 worst {worst:.3e}; per lane (prompt:identical:rel) {}; {}; {}",
         files.location.path().display(),
         args.lanes,
         args.gpu.options()?.weights.name,
@@ -204,6 +248,7 @@ fn compare_lanes(
         same_values(precision),
         if identical { "identical" } else { "tokens differ" },
         summary.join(" "),
+        greedy_line(greedy_agrees),
         if pass { "PASS" } else { "FAIL" }
     );
     if let Some(path) = &args.json {
@@ -219,6 +264,7 @@ fn compare_lanes(
             "identical_tokens": per_lane.iter().map(|l| l.1).collect::<Vec<_>>(),
             "decode_rel_l2": per_lane.iter().map(|l| l.2).collect::<Vec<_>>(),
             "decode_rel_l2_worst": worst,
+            "greedy_step_agrees": greedy_agrees,
             "tolerance": args.tolerance,
             "pass": pass,
         });
@@ -241,6 +287,14 @@ fn append_json(path: &std::path::Path, rec: &serde_json::Value) -> Result<(), Cl
         .open(path)
         .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
     writeln!(f, "{rec}").map_err(|e| CliError::failed(e.to_string()))
+}
+
+/// The summary line's word on the greedy step's tokens.
+fn greedy_line(agrees: bool) -> &'static str {
+    match agrees {
+        true => "greedy step: the same tokens",
+        false => "greedy step: tokens differ from its logits' argmax",
+    }
 }
 
 /// How the cpu reference holds the weights, for the summary line.
@@ -310,10 +364,10 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
     }
     let device = chosen.name();
     let other = match &chosen {
-        Chosen::Cpu(b) => trace(b, &files, &ids, args.tokens, &precision)?,
-        Chosen::Cuda(b) => trace(b, &files, &ids, args.tokens, &precision)?,
+        Chosen::Cpu(b) => trace(b, &files, &ids, args.tokens, &precision, true)?,
+        Chosen::Cuda(b) => trace(b, &files, &ids, args.tokens, &precision, true)?,
     };
-    let cpu = trace(&CpuBackend, &files, &ids, args.tokens, &precision)?;
+    let cpu = trace(&CpuBackend, &files, &ids, args.tokens, &precision, false)?;
 
     let same = cpu
         .tokens
@@ -332,9 +386,11 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
         .map(|(c, o)| rel_l2(o, c))
         .fold(0.0f64, f64::max);
     let identical = same == args.tokens;
-    let pass = identical && prefill_rel <= args.tolerance && decode_rel <= args.tolerance;
+    let greedy_agrees = other.greedy_agrees();
+    let pass =
+        identical && greedy_agrees && prefill_rel <= args.tolerance && decode_rel <= args.tolerance;
     println!(
-        "{}: {} prompt tokens, {} greedy tokens on {device} with {} weights vs cpu{}: {}; logits rel L2 worst {:.3e} (prefill, {} rows), {:.3e} (decode, {} rows); {}",
+        "{}: {} prompt tokens, {} greedy tokens on {device} with {} weights vs cpu{}: {}; logits rel L2 worst {:.3e} (prefill, {} rows), {:.3e} (decode, {} rows); {}; {}",
         files.location.path().display(),
         ids.len(),
         args.tokens,
@@ -349,6 +405,7 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
         ids.len(),
         decode_rel,
         (same + 1).min(args.tokens),
+        greedy_line(greedy_agrees),
         if pass { "PASS" } else { "FAIL" }
     );
     if let Some(path) = &args.json {
@@ -363,6 +420,7 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
             "identical_tokens": same,
             "prefill_rel_l2": prefill_rel,
             "decode_rel_l2_worst": decode_rel,
+            "greedy_step_agrees": greedy_agrees,
             "tolerance": args.tolerance,
             "pass": pass,
         });

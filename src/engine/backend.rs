@@ -311,6 +311,12 @@ pub trait Backend: Clone + Send + Sync {
     fn replay_step(&self, _cache: &mut Self::KvCache, _id: u32) -> Option<Vec<f32>> {
         None
     }
+    /// As [`Backend::replay_step`], reading back only the greedy next token: the logits'
+    /// argmax (first index on ties, as [`crate::engine::generate::argmax`]), computed where
+    /// the logits are, so that a greedy step moves one id to the host, not the vocabulary.
+    fn replay_step_greedy(&self, _cache: &mut Self::KvCache, _id: u32) -> Option<u32> {
+        None
+    }
     /// Whether the single-token step about to run on `cache` (returning `logits` values) is
     /// to be captured: if so, the ops until [`Backend::end_step_capture`] are recorded
     /// instead of run.
@@ -330,6 +336,15 @@ pub trait Backend: Clone + Send + Sync {
     /// The logits of one token per lane through the captured step of this batch, with every
     /// cache advanced by one; `None` when there is no valid capture for these caches.
     fn replay_lanes(&self, _caches: &mut [&mut Self::KvCache], _ids: &[u32]) -> Option<Vec<f32>> {
+        None
+    }
+    /// As [`Backend::replay_lanes`], reading back only each lane's greedy next token (see
+    /// [`Backend::replay_step_greedy`]).
+    fn replay_lanes_greedy(
+        &self,
+        _caches: &mut [&mut Self::KvCache],
+        _ids: &[u32],
+    ) -> Option<Vec<u32>> {
         None
     }
     /// Whether the lanes step about to run on `caches` (returning `logits` values per lane)

@@ -175,6 +175,8 @@ struct LanesGraph {
     io: Option<CudaSlice<i32>>,
     /// Every lane's logits, lane after lane.
     out: Option<CudaSlice<f32>>,
+    /// Every lane's greedy next token (the argmax of its logits).
+    ids: Option<CudaSlice<u32>>,
     /// Page-locked host memory the logits are read through.
     host: Option<PinnedHostSlice<f32>>,
     captured: Option<CapturedLanes>,
@@ -226,6 +228,9 @@ struct Capturing {
     /// Where the step's logits are copied (f32, `out_cap` of them).
     out: u64,
     out_cap: usize,
+    /// Where each row's argmax goes (u32, one a lane): the greedy next token, for a replay
+    /// that reads back nothing else.
+    ids: u64,
     /// The KV capacity of the lane whose attention is being recorded (attention plans its
     /// grid for it).
     capacity: usize,
@@ -253,6 +258,8 @@ struct StepGraph {
     /// `i32 [id, pos]` and the logits slot, made at the first capture.
     io: Option<CudaSlice<i32>>,
     out: Option<CudaSlice<f32>>,
+    /// The greedy next token (the logits' argmax).
+    ids: Option<CudaSlice<u32>>,
     /// Page-locked host memory the logits are read through.
     host: Option<PinnedHostSlice<f32>>,
     captured: Option<CapturedStep>,
@@ -387,6 +394,11 @@ impl CudaBackend {
             );
             *arena = Some(Arc::new(AnyBuffer::F32(buf)));
         }
+        // The step ends with the logits' argmax: its kernel loads now, outside the capture.
+        ok(
+            "loading the argmax kernel",
+            elementwise::preload_argmax(&self.gpu, capture.out_cap / capture.lanes.max(1)),
+        );
         *self.arena.lock().expect("arena") = Some(StepArena {
             buf: arena.clone().expect("made above"),
             used: 0,
@@ -826,17 +838,67 @@ impl CudaBackend {
         )
     }
 
-    /// Runs the lanes graph kept in `caches[0]` (checked valid for these caches) for `ids`:
-    /// every lane's logits, every cache advanced by one.
-    fn run_lanes_graph(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Vec<f32> {
+    /// Runs this sequence's captured step for token `id` at the cache's position, the
+    /// cache advanced by one; its logits and greedy token stay on the device. `None` (and
+    /// the capture dropped) when there is no valid capture.
+    fn run_step_graph(&self, cache: &mut CudaKvCache, id: u32) -> Option<()> {
+        let pos = cache.len;
+        let (capacity, epoch) = {
+            let c = cache.step.captured.as_ref()?;
+            (c.capacity, c.epoch)
+        };
+        if capacity != cache.capacity || pos + 1 > capacity || epoch != self.gdn_epoch() {
+            // The cache grew (new buffers) or is about to: capture again.
+            cache.step.captured = None;
+            return None;
+        }
+        let io = cache.step.io.as_mut().expect("made by begin_step_capture");
+        // From pageable host memory: staged before the call returns, and ordered before
+        // the replay on the one stream.
+        ok(
+            "writing the step's input",
+            self.gpu
+                .stream()
+                .memcpy_htod(&[id as i32, pos as i32], io)
+                .map_err(|e| GpuError::driver("writing the step's input", e)),
+        );
+        let step = cache.step.captured.as_ref().expect("checked above");
+        ok("replaying the decode step", step.graph.replay());
+        cache.len += 1;
+        Some(())
+    }
+
+    /// Runs the captured lanes step of this batch for `ids` (see [`Self::run_lanes_graph`]);
+    /// `None` (and the capture dropped) when there is no valid capture for these caches.
+    fn replay_lanes_graph(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Option<()> {
+        check_lanes(caches.len(), ids.len(), "replay_lanes");
+        let now: Vec<(u64, usize)> = caches.iter().map(|c| (c.id, c.capacity)).collect();
+        let room = caches.iter().all(|c| c.len < c.capacity);
+        let g = &mut caches.first_mut()?.lanes;
+        let step = g.captured.as_ref()?;
+        // A capture whose activations outgrew its arena holds allocation nodes (no
+        // kernel-to-kernel edges there): capture again, now with an arena that fits.
+        let arena_short = g.arena.as_ref().is_some_and(|a| a.len() < g.arena_need);
+        let moved = step.epoch != self.gdn_epoch();
+        if step.caches != now || !room || arena_short || moved {
+            // Other caches, or one grew (new buffers) or is about to: capture again.
+            g.captured = None;
+            return None;
+        }
+        self.run_lanes_graph(caches, ids);
+        Some(())
+    }
+
+    /// Runs the lanes graph kept in `caches[0]` (checked valid for these caches) for `ids`,
+    /// every cache advanced by one; its logits and greedy tokens stay on the device
+    /// ([`Self::lanes_logits`], [`Self::lanes_greedy`]).
+    fn run_lanes_graph(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) {
         let input: Vec<i32> = ids
             .iter()
             .map(|&id| id as i32)
             .chain(caches.iter().map(|c| c.len as i32))
             .collect();
         let g = &mut caches[0].lanes;
-        let step = g.captured.as_ref().expect("a captured lanes step");
-        let out_len = step.out_len;
         let io = g.io.as_mut().expect("made by begin_lanes_capture");
         ok(
             "writing the lanes step's input",
@@ -845,14 +907,24 @@ impl CudaBackend {
                 .memcpy_htod(&input, io)
                 .map_err(|e| GpuError::driver("writing the lanes step's input", e)),
         );
-        let step = g.captured.as_ref().expect("checked above");
+        let step = g.captured.as_ref().expect("a captured lanes step");
         ok("replaying the lanes step", step.graph.replay());
-        let out = g.out.as_ref().expect("made by begin_lanes_capture");
-        let logits = self.read_logits(out, out_len, &mut g.host);
         for c in caches.iter_mut() {
             c.len += 1;
         }
-        logits
+    }
+
+    /// The logits of the lanes step just replayed (every lane's, lane after lane).
+    fn lanes_logits(&self, g: &mut LanesGraph) -> Vec<f32> {
+        let out_len = g.captured.as_ref().expect("a captured lanes step").out_len;
+        let out = g.out.as_ref().expect("made by begin_lanes_capture");
+        self.read_logits(out, out_len, &mut g.host)
+    }
+
+    /// Each lane's greedy next token from the lanes step just replayed.
+    fn lanes_greedy(&self, g: &LanesGraph) -> Vec<u32> {
+        let ids = g.ids.as_ref().expect("made by begin_lanes_capture");
+        ok("reading the step's tokens", self.gpu.download(ids))
     }
 
     /// [`Backend::gdn`] on one lane's state (its own, or an alias of its slot).
@@ -1330,6 +1402,12 @@ impl Backend for CudaBackend {
             ok(
                 "copying the logits",
                 elementwise::copy2d(&self.gpu, self.ptr(x), n, c.out, n, 1, n),
+            );
+            // And each row's greedy token, for the replays that read back only that.
+            assert!(x.rows <= c.lanes, "captured logits have a row a lane");
+            ok(
+                "the logits' argmax",
+                elementwise::argmax_rows(&self.gpu, self.ptr(x), c.ids, x.rows, x.cols),
             );
             c.out_len = Some(n);
             return Vec::new();
@@ -2004,32 +2082,17 @@ impl Backend for CudaBackend {
     }
 
     fn replay_step(&self, cache: &mut CudaKvCache, id: u32) -> Option<Vec<f32>> {
-        let pos = cache.len;
-        let (capacity, out_len, epoch) = {
-            let c = cache.step.captured.as_ref()?;
-            (c.capacity, c.out_len, c.epoch)
-        };
-        if capacity != cache.capacity || pos + 1 > capacity || epoch != self.gdn_epoch() {
-            // The cache grew (new buffers) or is about to: capture again.
-            cache.step.captured = None;
-            return None;
-        }
-        let io = cache.step.io.as_mut().expect("made by begin_step_capture");
-        // From pageable host memory: staged before the call returns, and ordered before
-        // the replay on the one stream.
-        ok(
-            "writing the step's input",
-            self.gpu
-                .stream()
-                .memcpy_htod(&[id as i32, pos as i32], io)
-                .map_err(|e| GpuError::driver("writing the step's input", e)),
-        );
-        let step = cache.step.captured.as_ref().expect("checked above");
-        ok("replaying the decode step", step.graph.replay());
+        self.run_step_graph(cache, id)?;
+        let out_len = cache.step.captured.as_ref().expect("just replayed").out_len;
         let out = cache.step.out.as_ref().expect("made by begin_step_capture");
-        let logits = self.read_logits(out, out_len, &mut cache.step.host);
-        cache.len += 1;
-        Some(logits)
+        Some(self.read_logits(out, out_len, &mut cache.step.host))
+    }
+
+    fn replay_step_greedy(&self, cache: &mut CudaKvCache, id: u32) -> Option<u32> {
+        self.run_step_graph(cache, id)?;
+        let ids = cache.step.ids.as_ref().expect("made by begin_step_capture");
+        let ids = ok("reading the step's token", self.gpu.download(ids));
+        Some(ids[0])
     }
 
     fn begin_step_capture(&self, cache: &mut CudaKvCache, logits: usize) -> bool {
@@ -2050,6 +2113,10 @@ impl Backend for CudaBackend {
             .io
             .get_or_insert_with(|| ok("allocating step inputs", self.gpu.alloc_zeros(2)));
         let io = self.slice_ptr(io);
+        let ids = step
+            .ids
+            .get_or_insert_with(|| ok("allocating the step's token", self.gpu.alloc_zeros(1)));
+        let ids = self.slice_ptr(ids);
         let (out, out_cap) = (self.slice_ptr(step.out.as_ref().unwrap()), logits);
         self.start_capture(
             &mut step.arena,
@@ -2060,6 +2127,7 @@ impl Backend for CudaBackend {
                 pos: io + 4,
                 out,
                 out_cap,
+                ids,
                 capacity: cache.capacity,
                 out_len: None,
             },
@@ -2068,21 +2136,17 @@ impl Backend for CudaBackend {
     }
 
     fn replay_lanes(&self, caches: &mut [&mut CudaKvCache], ids: &[u32]) -> Option<Vec<f32>> {
-        check_lanes(caches.len(), ids.len(), "replay_lanes");
-        let now: Vec<(u64, usize)> = caches.iter().map(|c| (c.id, c.capacity)).collect();
-        let room = caches.iter().all(|c| c.len < c.capacity);
-        let g = &mut caches.first_mut()?.lanes;
-        let step = g.captured.as_ref()?;
-        // A capture whose activations outgrew its arena holds allocation nodes (no
-        // kernel-to-kernel edges there): capture again, now with an arena that fits.
-        let arena_short = g.arena.as_ref().is_some_and(|a| a.len() < g.arena_need);
-        let moved = step.epoch != self.gdn_epoch();
-        if step.caches != now || !room || arena_short || moved {
-            // Other caches, or one grew (new buffers) or is about to: capture again.
-            g.captured = None;
-            return None;
-        }
-        Some(self.run_lanes_graph(caches, ids))
+        self.replay_lanes_graph(caches, ids)?;
+        Some(self.lanes_logits(&mut caches[0].lanes))
+    }
+
+    fn replay_lanes_greedy(
+        &self,
+        caches: &mut [&mut CudaKvCache],
+        ids: &[u32],
+    ) -> Option<Vec<u32>> {
+        self.replay_lanes_graph(caches, ids)?;
+        Some(self.lanes_greedy(&caches[0].lanes))
     }
 
     fn begin_lanes_capture(&self, caches: &mut [&mut CudaKvCache], logits: usize) -> bool {
@@ -2119,8 +2183,15 @@ impl Backend for CudaBackend {
                 self.gpu.alloc_zeros(2 * n),
             ));
         }
+        if g.ids.as_ref().is_none_or(|ids| ids.len() != n) {
+            g.ids = Some(ok(
+                "allocating the lanes step's tokens",
+                self.gpu.alloc_zeros(n),
+            ));
+        }
         let io = self.slice_ptr(g.io.as_ref().expect("made above"));
         let out = self.slice_ptr(g.out.as_ref().expect("made above"));
+        let ids = self.slice_ptr(g.ids.as_ref().expect("made above"));
         self.start_capture(
             &mut g.arena,
             g.arena_need,
@@ -2130,6 +2201,7 @@ impl Backend for CudaBackend {
                 pos: io + 4 * n as u64,
                 out,
                 out_cap: n * logits,
+                ids,
                 capacity,
                 out_len: None,
             },
@@ -2166,7 +2238,8 @@ impl Backend for CudaBackend {
         for c in caches.iter_mut() {
             c.len -= 1;
         }
-        self.run_lanes_graph(caches, ids)
+        self.run_lanes_graph(caches, ids);
+        self.lanes_logits(&mut caches[0].lanes)
     }
 
     fn end_step_capture(&self, cache: &mut CudaKvCache, id: u32) -> Vec<f32> {

@@ -30,6 +30,12 @@ impl Sampling {
             seed: 0,
         }
     }
+
+    /// Whether [`sample`] takes the argmax (and draws nothing): what a backend may compute
+    /// on the device ([`CausalLm::forward_greedy`]).
+    pub fn is_greedy(&self) -> bool {
+        self.temperature <= 0.0 || self.top_k == 1
+    }
 }
 
 impl Default for Sampling {
@@ -80,7 +86,7 @@ pub fn argmax(logits: &[f32]) -> u32 {
 
 /// Picks a token from `logits` under `s`, drawing from `rng` when sampling.
 pub fn sample(logits: &[f32], s: &Sampling, rng: &mut impl Rng) -> u32 {
-    if s.temperature <= 0.0 || s.top_k == 1 {
+    if s.is_greedy() {
         return argmax(logits);
     }
     let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
@@ -169,9 +175,9 @@ where
             reason: StopReason::Length,
         };
     }
-    let mut logits = forward_chunked(model, state, prompt, LogitsWanted::Last, prefill_chunk);
+    let logits = forward_chunked(model, state, prompt, LogitsWanted::Last, prefill_chunk);
+    let mut next = sample(&logits, &opts.sampling, &mut rng);
     loop {
-        let next = sample(&logits, &opts.sampling, &mut rng);
         if opts.stop_ids.contains(&next) {
             return Generation {
                 tokens,
@@ -194,7 +200,15 @@ where
                 reason: StopReason::Length,
             };
         }
-        logits = model.forward(state, &[next], LogitsWanted::Last);
+        // Greedy steps take the argmax where the logits are (one id read back).
+        next = match opts.sampling.is_greedy() {
+            true => model.forward_greedy(state, next),
+            false => sample(
+                &model.forward(state, &[next], LogitsWanted::Last),
+                &opts.sampling,
+                &mut rng,
+            ),
+        };
     }
 }
 

@@ -299,6 +299,12 @@ pub fn argmax_rows(gpu: &Gpu, x: u64, ids: u64, rows: usize, cols: usize) -> Res
     launch_per_row(gpu, &argmax_spec(row_block(cols)), x, ids, rows, cols)
 }
 
+/// Loads the kernel [`argmax_rows`] takes for rows of `cols` values, so that a launch of it
+/// can be captured in a graph (a module cannot be loaded while a stream is captured).
+pub fn preload_argmax(gpu: &Gpu, cols: usize) -> Result<(), GpuError> {
+    gpu.kernel(&argmax_spec(row_block(cols))).map(|_| ())
+}
+
 /// f64 references of the ops whose numbers go through `exp`.
 pub mod reference {
     pub fn silu(v: f64) -> f64 {

@@ -321,6 +321,11 @@ impl<'a, S> Lane<'a, S> {
     /// the length.)
     fn take(&mut self, logits: &[f32]) {
         let id = sample(logits, &self.sampling, &mut self.rng);
+        self.take_id(id);
+    }
+
+    /// As [`Lane::take`] for a token already picked (a greedy lane's, on the device).
+    fn take_id(&mut self, id: u32) {
         if self.stop_ids.contains(&id) {
             return self.finish(Finish::Stop);
         }
@@ -372,7 +377,13 @@ impl<'a, S> Lane<'a, S> {
 /// One decode step of every running lane: the single-sequence path for one lane (its
 /// captured graph on the GPU), the batched one for more.
 fn step<B: Backend, M: CausalLm<B>>(model: &M, running: &mut [Lane<'_, M::State>]) {
+    // Greedy lanes read back their tokens, not their logits.
+    let greedy = running.iter().all(|l| l.sampling.is_greedy());
     if let [lane] = running {
+        if greedy {
+            let id = model.forward_greedy(&mut lane.state, lane.next);
+            return lane.take_id(id);
+        }
         let logits = model.forward(&mut lane.state, &[lane.next], LogitsWanted::Last);
         lane.take(&logits);
         return;
@@ -380,6 +391,13 @@ fn step<B: Backend, M: CausalLm<B>>(model: &M, running: &mut [Lane<'_, M::State>
     tracing::debug!("serve: a step of {} lanes", running.len());
     let ids: Vec<u32> = running.iter().map(|l| l.next).collect();
     let mut states: Vec<&mut M::State> = running.iter_mut().map(|l| &mut l.state).collect();
+    if greedy {
+        let next = model.forward_lanes_greedy(&mut states, &ids);
+        for (lane, id) in running.iter_mut().zip(next) {
+            lane.take_id(id);
+        }
+        return;
+    }
     let logits = model.forward_lanes(&mut states, &ids);
     for (lane, logits) in running.iter_mut().zip(&logits) {
         lane.take(logits);

@@ -73,6 +73,25 @@ pub trait CausalLm<B: Backend> {
             .collect()
     }
 
+    /// One greedy decode step: token `id` appended to `state`, and the argmax of its logits
+    /// (first index on ties, [`crate::engine::generate::argmax`]) returned, the next token
+    /// of greedy decoding. The default takes the argmax of [`CausalLm::forward`]'s logits
+    /// on the host; the architectures' captured steps take it on the device and read back
+    /// one id instead of the vocabulary's logits.
+    fn forward_greedy(&self, state: &mut Self::State, id: u32) -> u32 {
+        crate::engine::generate::argmax(&self.forward(state, &[id], LogitsWanted::Last))
+    }
+
+    /// [`CausalLm::forward_lanes`] with each lane's greedy next token in place of its logits
+    /// (see [`CausalLm::forward_greedy`]).
+    fn forward_lanes_greedy(&self, states: &mut [&mut Self::State], ids: &[u32]) -> Vec<u32> {
+        let logits = self.forward_lanes(states, ids);
+        logits
+            .iter()
+            .map(|l| crate::engine::generate::argmax(l))
+            .collect()
+    }
+
     /// Runs `ids` through the model as [`CausalLm::forward`] does (appending them to
     /// `state`) and returns, for each `i < targets.len()`, the negative log-likelihood in
     /// nats of `targets[i]` under the logits of row `first_row + i`:
@@ -559,6 +578,30 @@ impl<B: Backend> CausalLm<B> for Model<B> {
             }
         }
         self.forward_lanes_ops(states, ids)
+    }
+
+    fn forward_greedy(&self, state: &mut ModelState<B>, id: u32) -> u32 {
+        if self.step_capturable() {
+            if let Some(next) = self.backend().replay_step_greedy(state.kv_mut(), id) {
+                return next;
+            }
+        }
+        crate::engine::generate::argmax(&self.forward(state, &[id], LogitsWanted::Last))
+    }
+
+    fn forward_lanes_greedy(&self, states: &mut [&mut ModelState<B>], ids: &[u32]) -> Vec<u32> {
+        check_lanes(states.len(), ids.len());
+        if self.step_capturable() {
+            let mut kvs: Vec<&mut B::KvCache> = states.iter_mut().map(|s| s.kv_mut()).collect();
+            if let Some(next) = self.backend().replay_lanes_greedy(&mut kvs, ids) {
+                return next;
+            }
+        }
+        let logits = self.forward_lanes(states, ids);
+        logits
+            .iter()
+            .map(|l| crate::engine::generate::argmax(l))
+            .collect()
     }
 
     fn nll_rows(
