@@ -792,9 +792,9 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
     Ok(records)
 }
 
-/// The split K's K-ranges at T = 8 (q4_g64, the 27B's gate_up, up, down and out shapes):
-/// the plan's own choice, then 1..10 K-ranges as forced (the plan clamps them to what
-/// fits); so that the plan's rule "as many K-ranges as slabs" is
+/// The split K's K-ranges at T = 8 (q4_g64, the 27B's gate_up, up, down and out shapes),
+/// exact and bf16-rounded tiles: the plan's own choice, then 1..10 K-ranges as forced (the
+/// plan clamps them to what fits); so that the plan's rule "as many K-ranges as slabs" is
 /// measured against its neighbours.
 fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
     let what = format!("linear_exact_mma k-ranges q4_g64 x{BATCH}");
@@ -813,9 +813,13 @@ fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecor
         let x = gpu.upload(&xs)?;
         let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
         let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
-        let route = plain_mma_route(q4, t);
+        let plain = plain_mma_route(q4, t);
+        let bf16 = rounded(&plain).expect("T = 8 has a bf16 tile");
         let forced = [1, 2, 3, 4, 5, 6, 8, 10].map(Some);
-        for kr in std::iter::once(None).chain(forced) {
+        for (route, kr) in [plain, bf16]
+            .iter()
+            .flat_map(|r| std::iter::once(None).chain(forced).map(move |kr| (r, kr)))
+        {
             let over = Override {
                 k_ranges: kr,
                 ..Override::default()
@@ -823,7 +827,7 @@ fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecor
             let us = median_batched_us(gpu, 15, |i| {
                 super::linear_exact::launch_inner(
                     gpu,
-                    &route,
+                    route,
                     &weights[i % sets],
                     xp,
                     &super::linear_exact::Prologue::None,
