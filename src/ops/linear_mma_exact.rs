@@ -349,7 +349,14 @@ pub fn plan(
     let mtiles = n.div_ceil(16 * tile.mt.max(1) as usize).max(1);
     let resident = resident.max(1);
     let slab_max = (budget.saturating_sub(red) / per_group).max(1);
-    let want = force_kr.map_or(groups.div_ceil(slab_max), |f| f as usize);
+    let want = force_kr.map_or_else(
+        || {
+            groups
+                .div_ceil(slab_max)
+                .max(few_mtiles_k_ranges(tt, tile, mtiles, resident, n * k))
+        },
+        |f| f as usize,
+    );
     // The K-ranges' sums, and with RMSNorm their sums of squares.
     let fits = |kr: usize| kr * tt as usize * (n + 1) * 4 <= scratch;
     let kr = want.clamp(1, groups.min(resident));
@@ -367,6 +374,27 @@ pub fn plan(
         kr,
         slab,
         smem: slab * per_group + red,
+    }
+}
+
+/// At least this many K-ranges for a register-kernel launch at T = 8 with few m-tiles a
+/// block (at most 3 a resident block: the 27B's 5120-row outputs at 132 blocks) and at least
+/// 4M weights: each block then stages a third of the activations and its warps take longer
+/// runs of K. Measured at T = 8 only (`bench/kernels` v62, x20, us, plan then 3 K-ranges:
+/// 5120x6144 bf16 15.65 -> 13.42, exact 18.13 -> 16.92; 5120x17408 bf16 28.72 -> 27.33,
+/// exact 39.92 -> 39.53; the sums' launch included), so other T keep the slab rule.
+fn few_mtiles_k_ranges(
+    tt: u32,
+    tile: MmaTile,
+    mtiles: usize,
+    resident: usize,
+    weights: usize,
+) -> usize {
+    let few = mtiles <= 3 * resident;
+    if tt == 8 && tile.mt == 0 && few && weights >= 1 << 22 {
+        3
+    } else {
+        1
     }
 }
 
@@ -1031,6 +1059,35 @@ mod tests {
         // One slab's K: no split, every m-tile in one wave.
         let p = plan(q4, 8, mma_tile(8), false, (49152, 576), room(scratch), None);
         assert_eq!((p.kr, p.slab, p.grid), (1, 9, 132));
+        // Few m-tiles a block at T = 8 (5120 rows: 320 m-tiles, at most 3 a block): three
+        // K-ranges, exact and bf16 alike; not at other T, nor with many m-tiles.
+        for tile in [mma_tile(8), mma_tile(8).rounding(true)] {
+            let p = plan(q4, 8, tile, false, (5120, 6144), room(scratch), None);
+            assert_eq!((p.kr, p.grid), (3, 132), "{tile:?}");
+            let p = plan(q4, 8, tile, false, (5120, 6144), room(scratch), Some(1));
+            assert_eq!(p.kr, 1, "forced: {tile:?}");
+        }
+        let reg = mma_tile(8);
+        assert_eq!(
+            few_mtiles_k_ranges(16, mma_tile(16), 320, 132, 5120 * 6144),
+            1
+        );
+        assert_eq!(few_mtiles_k_ranges(8, reg, 320, 132, 5120 * 6144), 3);
+        assert_eq!(few_mtiles_k_ranges(8, reg, 320, 132, 576 * 576), 1, "small");
+        assert_eq!(
+            few_mtiles_k_ranges(8, mma_ring_tile(), 40, 132, 5120 * 6144),
+            1
+        );
+        let p = plan(
+            q4,
+            8,
+            mma_tile(8).rounding(true),
+            false,
+            (17408, 5120),
+            room(scratch),
+            None,
+        );
+        assert_eq!(p.kr, 1, "{p:?}");
 
         // The ring kernel at T = 8 in sm_90's 227 KB: 96 KB of stages and 37.5 KB of sums
         // leave 31 groups, so K = 5120 takes 3 K-ranges of one slab, K = 17408 nine.
