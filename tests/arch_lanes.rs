@@ -1,6 +1,7 @@
 //! The batched decode step (`CausalLm::forward_lanes`) on the cpu backend with the tiny
 //! fixtures: lanes at different positions, decoded together, give each lane the tokens and
-//! (to rounding) the logits of its own single-sequence run.
+//! (to rounding) the logits of its own single-sequence run; the greedy steps
+//! (`forward_greedy`, `forward_lanes_greedy`) give the same tokens.
 
 use std::path::PathBuf;
 
@@ -75,6 +76,51 @@ fn lanes_match_single(name: &str, steps: usize) {
         assert_eq!(
             model.position(s),
             prompts[lane].len() + steps,
+            "{name}: lane {lane}"
+        );
+    }
+
+    // The greedy steps (`forward_greedy` alone, `forward_lanes_greedy` together) pick the
+    // same tokens as the argmax of the logits, and advance the states alike.
+    let first: Vec<u32> = prompts
+        .iter()
+        .map(|p| argmax(&model.forward(&mut model.new_state(), p, LogitsWanted::Last)))
+        .collect();
+    for (lane, p) in prompts.iter().enumerate() {
+        let mut st = model.new_state();
+        model.forward(&mut st, p, LogitsWanted::Last);
+        let mut t = first[lane];
+        for k in 0..steps.saturating_sub(1) {
+            t = model.forward_greedy(&mut st, t);
+            assert_eq!(
+                t,
+                alone[lane].0[k + 1],
+                "{name}: lane {lane} greedy token {}",
+                k + 1
+            );
+        }
+    }
+    let mut states: Vec<_> = prompts.iter().map(|_| model.new_state()).collect();
+    for (p, s) in prompts.iter().zip(states.iter_mut()) {
+        model.forward(s, p, LogitsWanted::Last);
+    }
+    let mut refs: Vec<_> = states.iter_mut().collect();
+    let mut ids = first;
+    for k in 0..steps.saturating_sub(1) {
+        ids = model.forward_lanes_greedy(&mut refs, &ids);
+        for (lane, &id) in ids.iter().enumerate() {
+            assert_eq!(
+                id,
+                alone[lane].0[k + 1],
+                "{name}: lane {lane} lanes greedy token {}",
+                k + 1
+            );
+        }
+    }
+    for (lane, s) in refs.iter().enumerate() {
+        assert_eq!(
+            model.position(s),
+            prompts[lane].len() + steps - 1,
             "{name}: lane {lane}"
         );
     }
