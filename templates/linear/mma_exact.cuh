@@ -65,14 +65,17 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
         }
 #if PRO_RMS
         {
+            // The norm weights' loads issued with x's, so that a unit waits on L2 once.
+            float4 w4[FMT_LANE_N / 4];
+#pragma unroll
+            for (int i = 0; i < FMT_LANE_N / 4; ++i) w4[i] = __ldg((const float4*)(pw + k0) + i);
             float sq = 0.0f;
 #pragma unroll
             for (int i = 0; i < FMT_LANE_N; ++i) sq = fmaf(v[i], v[i], sq);
             ssu[u] = sq;
 #pragma unroll
             for (int i = 0; i < FMT_LANE_N / 4; ++i) {
-                const float4 w4 = __ldg((const float4*)(pw + k0) + i);
-                const float wv[4] = { w4.x, w4.y, w4.z, w4.w };
+                const float wv[4] = { w4[i].x, w4[i].y, w4[i].z, w4[i].w };
 #pragma unroll
                 for (int m = 0; m < 4; ++m) {
 {%- if prologue == "rmsnorm1p" %}
