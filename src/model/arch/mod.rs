@@ -85,11 +85,7 @@ pub trait CausalLm<B: Backend> {
     /// [`CausalLm::forward_lanes`] with each lane's greedy next token in place of its logits
     /// (see [`CausalLm::forward_greedy`]).
     fn forward_lanes_greedy(&self, states: &mut [&mut Self::State], ids: &[u32]) -> Vec<u32> {
-        let logits = self.forward_lanes(states, ids);
-        logits
-            .iter()
-            .map(|l| crate::engine::generate::argmax(l))
-            .collect()
+        argmax_lanes(&self.forward_lanes(states, ids))
     }
 
     /// Runs `ids` through the model as [`CausalLm::forward`] does (appending them to
@@ -137,6 +133,15 @@ pub trait CausalLm<B: Backend> {
         );
         self.nll_rows(state, ids, score_from - 1, &ids[score_from..])
     }
+}
+
+/// Each lane's greedy token from its logits (the host side of
+/// [`CausalLm::forward_lanes_greedy`]).
+fn argmax_lanes(logits: &[Vec<f32>]) -> Vec<u32> {
+    logits
+        .iter()
+        .map(|l| crate::engine::generate::argmax(l))
+        .collect()
 }
 
 /// The check of [`CausalLm::forward_lanes`]: one token per lane, at least one lane.
@@ -597,11 +602,7 @@ impl<B: Backend> CausalLm<B> for Model<B> {
                 return next;
             }
         }
-        let logits = self.forward_lanes(states, ids);
-        logits
-            .iter()
-            .map(|l| crate::engine::generate::argmax(l))
-            .collect()
+        argmax_lanes(&self.forward_lanes(states, ids))
     }
 
     fn nll_rows(
