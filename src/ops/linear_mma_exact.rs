@@ -760,12 +760,19 @@ fn weight_sets(
 /// The four mma launches of a 27B layer at 8 lanes (T = 8, q4_g64), as the engine makes
 /// them: gate_up 34816x5120 and in_proj 16480x5120 with RMSNorm(1 + w), down 5120x17408
 /// with SwiGLU and the residual, out 5120x6144 with the residual; each exact and with its
-/// activations rounded to bf16 (the bf16 mode's launch).
+/// activations rounded to bf16 (the bf16 mode's launch). The `step k-ranges` records time
+/// the same launches with 1..10 K-ranges forced (the plan clamps them to what fits), so
+/// that the plan's K-ranges are measured with the prologues' staging, not only plain.
 fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, GpuError> {
     use super::linear_exact::{NormWeight, Prologue};
     let what = format!("linear_exact_mma step q4_g64 x{BATCH}");
+    let sweep = format!("linear_exact_mma step k-ranges q4_g64 x{BATCH}");
     let mut records = Vec::new();
-    if !crate::bench::filter_may_keep(filter, &[&what]) {
+    let (plain, swept) = (
+        crate::bench::filter_may_keep(filter, &[&what]),
+        crate::bench::filter_may_keep(filter, &[&sweep]),
+    );
+    if !plain && !swept {
         return Ok(records);
     }
     let gpu = ctx.gpu;
@@ -793,28 +800,40 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
         let exact = choose(q4, t, epilogue, kind).expect("an mma route at T = 8");
         let bf16 = rounded(&exact).expect("a bf16 tile at T = 8");
         for route in [exact, bf16] {
-            let us = median_batched_us(gpu, 15, |i| {
-                super::linear_exact::launch_with(
-                    gpu,
-                    &route,
-                    &weights[i % sets],
-                    xp,
-                    &prologue,
-                    res,
-                    yp,
-                    t,
-                )
-            })?;
-            records.push(gemv_record(
-                ctx,
-                &what,
-                super::linear_exact::launched_route(&route, n, k)
-                    .spec()
-                    .entry,
-                (t, n, k),
-                &layout,
-                us,
-            ));
+            let entry = super::linear_exact::launched_route(&route, n, k)
+                .spec()
+                .entry;
+            let forced = [1, 2, 3, 4, 5, 6, 8, 10].map(Some);
+            let krs: Vec<Option<u32>> = if swept {
+                std::iter::once(None).chain(forced).collect()
+            } else {
+                vec![None]
+            };
+            for kr in krs {
+                let over = Override {
+                    k_ranges: kr,
+                    ..Override::default()
+                };
+                let us = median_batched_us(gpu, 15, |i| {
+                    super::linear_exact::launch_inner(
+                        gpu,
+                        &route,
+                        &weights[i % sets],
+                        xp,
+                        &prologue,
+                        res,
+                        yp,
+                        t,
+                        over,
+                    )
+                })?;
+                let (name, label) = match kr {
+                    None if plain => (&what, entry.clone()),
+                    None => (&sweep, format!("{entry} k-ranges=plan")),
+                    Some(r) => (&sweep, format!("{entry} k-ranges={r}")),
+                };
+                records.push(gemv_record(ctx, name, label, (t, n, k), &layout, us));
+            }
         }
     }
     Ok(records)
