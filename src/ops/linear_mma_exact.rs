@@ -757,6 +757,9 @@ fn weight_sets(
     Ok((layout, weights))
 }
 
+/// The K-ranges the k-ranges benches force after the plan's own choice.
+const SWEPT_K_RANGES: [u32; 8] = [1, 2, 3, 4, 5, 6, 8, 10];
+
 /// The four mma launches of a 27B layer at 8 lanes (T = 8, q4_g64), as the engine makes
 /// them: gate_up 34816x5120 and in_proj 16480x5120 with RMSNorm(1 + w), down 5120x17408
 /// with SwiGLU and the residual, out 5120x6144 with the residual; each exact and with its
@@ -803,13 +806,8 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
             let entry = super::linear_exact::launched_route(&route, n, k)
                 .spec()
                 .entry;
-            let forced = [1, 2, 3, 4, 5, 6, 8, 10].map(Some);
-            let krs: Vec<Option<u32>> = if swept {
-                std::iter::once(None).chain(forced).collect()
-            } else {
-                vec![None]
-            };
-            for kr in krs {
+            let forced = SWEPT_K_RANGES.map(Some).into_iter().filter(|_| swept);
+            for kr in std::iter::once(None).chain(forced) {
                 let over = Override {
                     k_ranges: kr,
                     ..Override::default()
@@ -862,7 +860,7 @@ fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecor
         let (xp, yp) = (dptr(gpu, &x), dptr(gpu, &y));
         let plain = plain_mma_route(q4, t);
         let bf16 = rounded(&plain).expect("T = 8 has a bf16 tile");
-        let forced = [1, 2, 3, 4, 5, 6, 8, 10].map(Some);
+        let forced = SWEPT_K_RANGES.map(Some);
         for (route, kr) in [plain, bf16]
             .iter()
             .flat_map(|r| std::iter::once(None).chain(forced).map(move |kr| (r, kr)))
