@@ -140,6 +140,22 @@ pub trait Backend: Clone + Send + Sync {
         );
         self.linear_add(x, &self.swiglu(&g, &u), w, None);
     }
+    /// `x += swiglu(rmsnorm(x) GU^T) W^T`: a SwiGLU MLP on the residual stream, its gate and
+    /// up projections stacked by rows in `gate_up` (`[2I, H]`, gate first), `down` `[H, I]`.
+    /// The default is `norm_linear` then `swiglu_linear_add` (a backend may apply SwiGLU
+    /// as the gate_up projection writes its outputs instead).
+    fn norm_mlp_add(
+        &self,
+        x: &mut Self::Act,
+        norm: &Self::Vector,
+        eps: f64,
+        conv: NormWeight,
+        gate_up: &Self::Linear,
+        down: &Self::Linear,
+    ) {
+        let gu = self.norm_linear(x, norm, eps, conv, gate_up);
+        self.swiglu_linear_add(x, &gu, down);
+    }
     /// `silu(gate) * up`.
     fn swiglu(&self, gate: &Self::Act, up: &Self::Act) -> Self::Act;
     /// `x * sigmoid(gate)`, elementwise.

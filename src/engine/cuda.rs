@@ -1233,6 +1233,33 @@ impl CudaBackend {
         Some(route)
     }
 
+    /// The gate_up launch of an MLP that writes `silu(gate) * up` itself (the mma register
+    /// kernel's SwiGLU epilogue, `linear_mma_exact::with_swiglu_epilogue`), where the fused
+    /// RMSNorm route is an mma route of the bf16 mode: the exact mode's plans split gate_up's
+    /// K (bench/kernels v62: 2 K-ranges), whose sums must be whole before the silu, so it
+    /// keeps SwiGLU in the down projection's staging. `None`: the unfused pair of launches.
+    fn gate_up_swiglu_route(
+        &self,
+        x: &CudaAct,
+        norm: &CudaSlice<f32>,
+        conv: NormWeight,
+        gate_up: &DeviceWeight,
+    ) -> Option<ExactRoute> {
+        if !crate::ops::linear_mma_exact::swiglu_epilogue_enabled()
+            || norm.len() != x.cols
+            || !linear_exact::swiglu_epilogue_takes(gate_up)
+        {
+            return None;
+        }
+        let (n, k) = (gate_up.layout.n, gate_up.layout.k);
+        let route =
+            self.fused_route(gate_up, x.rows, Epilogue::None, PrologueKind::RmsNorm(conv))?;
+        if !route.rounds_activations() {
+            return None;
+        }
+        crate::ops::linear_mma_exact::with_swiglu_epilogue(&route, n, k)
+    }
+
     fn attn_dims(shape: AttnShape) -> AttnDims {
         AttnDims {
             n_heads: shape.n_heads,
@@ -1629,6 +1656,40 @@ impl Backend for CudaBackend {
             gate_up.rows,
         );
         ok("swiglu_linear_add", launched);
+    }
+
+    fn norm_mlp_add(
+        &self,
+        x: &mut CudaAct,
+        norm: &CudaSlice<f32>,
+        eps: f64,
+        conv: NormWeight,
+        gate_up: &DeviceWeight,
+        down: &DeviceWeight,
+    ) {
+        let Some(route) = self.gate_up_swiglu_route(x, norm, conv, gate_up) else {
+            let gu = self.norm_linear(x, norm, eps, conv, gate_up);
+            return self.swiglu_linear_add(x, &gu, down);
+        };
+        // silu(gate) * up written by the gate_up launch; the down projection reads it as is.
+        let h = self.alloc(x.rows, gate_up.layout.n / 2);
+        let prologue = Prologue::RmsNorm {
+            weight: self.slice_ptr(norm),
+            eps: eps as f32,
+            conv,
+        };
+        let launched = linear_exact::launch_with(
+            &self.gpu,
+            &route,
+            gate_up,
+            self.ptr(x),
+            &prologue,
+            None,
+            self.ptr(&h),
+            x.rows,
+        );
+        ok("norm_gate_up_swiglu", launched);
+        self.linear_add(x, &h, down, None);
     }
 
     fn swiglu(&self, gate: &CudaAct, up: &CudaAct) -> CudaAct {

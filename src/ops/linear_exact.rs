@@ -550,6 +550,14 @@ fn parse_blocks_cap(v: &str) -> Option<usize> {
 }
 
 impl ExactRoute {
+    /// Whether the route's kernel writes `silu(gate) * up` of a stacked gate_up weight
+    /// (`[2I, K]`, outputs `[T, I]`): the mma register kernel with [`Epilogue::Swiglu`]
+    /// (see `templates/linear/gemv_mma.cu`). No other exact kernel takes that epilogue.
+    pub fn has_swiglu_epilogue(&self) -> bool {
+        self.epilogue == Epilogue::Swiglu
+            && matches!(self.kernel, ExactKernel::Mma(MmaTile { mt: 0, .. }))
+    }
+
     /// Whether the route rounds its activations to bf16 (an mma tile of the bf16 mode):
     /// not exact, and never a tuning candidate for the exact route.
     pub fn rounds_activations(&self) -> bool {
@@ -560,7 +568,13 @@ impl ExactRoute {
         let e = match self.epilogue {
             Epilogue::None => "plain",
             Epilogue::Residual => "res",
-            Epilogue::Swiglu => panic!("the exact route has no SwiGLU epilogue"),
+            Epilogue::Swiglu => {
+                assert!(
+                    self.has_swiglu_epilogue(),
+                    "only the mma register kernel has the SwiGLU epilogue"
+                );
+                "swiglu"
+            }
         };
         let f = &self.format.name;
         assert!(
@@ -1156,6 +1170,24 @@ pub(super) fn launch_inner(
         route.prologue,
         "the launch's prologue differs from the route's"
     );
+    let swiglu = route.epilogue == Epilogue::Swiglu;
+    if swiglu {
+        assert!(
+            route.has_swiglu_epilogue() && swiglu_epilogue_takes(w),
+            "the SwiGLU epilogue runs on the mma register kernel, an even N and 16-byte rows"
+        );
+    }
+    // The sums of a SwiGLU launch must be whole before the silu: one K-range.
+    let over = if swiglu {
+        Override {
+            k_ranges: Some(1),
+            ..over
+        }
+    } else {
+        over
+    };
+    // Outputs a column: N, or I = N / 2 with the SwiGLU epilogue.
+    let y_row = if swiglu { n / 2 } else { n };
     if t == 0 || n == 0 {
         return Ok(());
     }
@@ -1260,7 +1292,7 @@ pub(super) fn launch_inner(
         let (xc, rc, yc) = (
             x + (col * x_row * 4) as u64,
             r0 + (col * n * 4) as u64,
-            y + (col * n * 4) as u64,
+            y + (col * y_row * 4) as u64,
         );
         let mut b = gpu.launch(&kernel);
         b.arg(&q)
@@ -1310,6 +1342,16 @@ pub(super) fn launch_inner(
         col += step;
     }
     Ok(())
+}
+
+/// Whether the SwiGLU epilogue takes the stacked gate_up `w`: an mma-kernel format, an
+/// even number of rows (gate, then up) and 16-byte aligned rows (the mma kernel's loads;
+/// the stream kernel that runs unaligned rows has no such epilogue).
+pub fn swiglu_epilogue_takes(w: &DeviceWeight) -> bool {
+    mma_supports(w.format)
+        && w.layout.n.is_multiple_of(2)
+        && w.layout.q_row_bytes.is_multiple_of(16)
+        && w.layout.q_offset.is_multiple_of(16)
 }
 
 /// Shapes `(T, N, K)` of the generic kernel: the tiny fixtures' odd widths (48, 144),
@@ -1409,7 +1451,10 @@ fn check(
     let dx = gpu.upload(&x)?;
     let dr = gpu.upload(&r)?;
     let dnw = gpu.upload(&nw)?;
-    let dy = gpu.upload(&vec![f32::NAN; t * n])?;
+    // Outputs a column: N, or I = N / 2 (gate rows, then up rows) with the SwiGLU epilogue.
+    let swiglu = route.epilogue == Epilogue::Swiglu;
+    let n_out = if swiglu { n / 2 } else { n };
+    let dy = gpu.upload(&vec![f32::NAN; t * n_out])?;
     let res = (route.epilogue == Epilogue::Residual).then(|| dptr(gpu, &dr));
     let prologue = Prologue::of_kind(route.prologue, dptr(gpu, &dnw), eps);
     // Each route's own kernel (no small-K substitute): every split is qualified by name.
@@ -1430,7 +1475,7 @@ fn check(
     )?;
     gpu.synchronize()?;
     let all = gpu.download(&dy)?;
-    let (got, want) = if route.prologue == PrologueKind::None {
+    let (got, want) = if route.prologue == PrologueKind::None && !swiglu {
         super::linear::sampled_check_f32(
             rng,
             route.format,
@@ -1444,28 +1489,29 @@ fn check(
             (4096, 254),
         )
     } else {
-        // The same rows as sampled_check_f32 picks, against the prologue's activations.
-        let rows: Vec<usize> = if n <= 4096 {
-            (0..n).collect()
+        // The same rows as sampled_check_f32 picks, against the prologue's activations
+        // (SwiGLU: output rows, each from gate row i and up row I + i).
+        let rows: Vec<usize> = if n_out <= 4096 {
+            (0..n_out).collect()
         } else {
-            let mut v: Vec<usize> = (0..254).map(|_| rng.random_range(0..n)).collect();
-            v.extend([0, n - 1]);
+            let mut v: Vec<usize> = (0..254).map(|_| rng.random_range(0..n_out)).collect();
+            v.extend([0, n_out - 1]);
             v
         };
-        let w_rows: Vec<Vec<f32>> = rows
-            .iter()
-            .map(|&i| {
-                let mut row = vec![0f32; k];
-                crate::formats::decode_row(route.format, &w.layout, payload, i, &mut row);
-                row
-            })
-            .collect();
+        let decode = |i: usize| {
+            let mut row = vec![0f32; k];
+            crate::formats::decode_row(route.format, &w.layout, payload, i, &mut row);
+            row
+        };
+        let w_rows: Vec<Vec<f32>> = rows.iter().map(|&i| decode(i)).collect();
+        let up_rows: Option<Vec<Vec<f32>>> =
+            swiglu.then(|| rows.iter().map(|&i| decode(n_out + i)).collect());
         let xe = prologue_reference(route.prologue, &x, &nw, eps, (t, k));
         let want = super::linear::reference_rows(
             &xe,
             (t, k),
             &w_rows,
-            None,
+            up_rows.as_deref(),
             route.epilogue,
             |ti, row| r[ti * n + row] as f64,
             &rows,
@@ -1473,7 +1519,7 @@ fn check(
         let mut got: Vec<f32> = Vec::with_capacity(want.len());
         for ti in 0..t {
             for &row in &rows {
-                got.push(all[ti * n + row]);
+                got.push(all[ti * n_out + row]);
             }
         }
         if all.iter().any(|v| !v.is_finite()) {

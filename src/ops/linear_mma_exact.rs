@@ -238,8 +238,47 @@ pub fn choose(
     })
 }
 
+/// The gate_up projection's form of `route` (an mma route with an RMSNorm prologue and no
+/// epilogue, for a stacked gate_up `[n, k]`): the same launch with the SwiGLU epilogue,
+/// writing `silu(gate) * up` (`[T, n / 2]`) so that the down projection needs no SwiGLU
+/// prologue. On the register tile the launch runs (a ring tile only where
+/// [`mma_substitute`] swaps it for the register one); `None` for other routes.
+pub fn with_swiglu_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<ExactRoute> {
+    let ExactKernel::Mma(tile) = route.kernel else {
+        return None;
+    };
+    let tile = if tile.mt > 0 {
+        mma_substitute(route, n, k)?
+    } else {
+        tile
+    };
+    let takes = matches!(route.prologue, PrologueKind::RmsNorm(_))
+        && route.epilogue == Epilogue::None
+        && MMA_PROLOGUE_TT.contains(&route.tt)
+        && n.is_multiple_of(2);
+    takes.then(|| ExactRoute {
+        epilogue: Epilogue::Swiglu,
+        kernel: ExactKernel::Mma(tile),
+        ..route.clone()
+    })
+}
+
+/// Whether the engine takes [`with_swiglu_epilogue`] for gate_up: yes unless the environment
+/// sets `NINFER_SWIGLU_EPILOGUE=0` (an A/B switch: SwiGLU in the down projection's staging).
+pub fn swiglu_epilogue_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_SWIGLU_EPILOGUE")
+}
+
+/// The prologues instantiated with the SwiGLU epilogue (the gate_up projection's norms).
+const SWIGLU_EPILOGUE_PROLOGUES: [PrologueKind; 2] = [
+    PrologueKind::RmsNorm(crate::ops::rmsnorm::NormWeight::Plain),
+    PrologueKind::RmsNorm(crate::ops::rmsnorm::NormWeight::ZeroCentred),
+];
+
 /// Every instantiation: each format it takes, each column tile, both epilogues; the fused
-/// prologues ([`PrologueKind::FUSED`]) at [`MMA_PROLOGUE_TT`].
+/// prologues ([`PrologueKind::FUSED`]) at [`MMA_PROLOGUE_TT`], and there on the register
+/// tiles the RMSNorm prologues with the SwiGLU epilogue ([`with_swiglu_epilogue`]).
 pub fn routes() -> Vec<ExactRoute> {
     let mut v = Vec::new();
     for format in crate::formats::registry()
@@ -264,6 +303,10 @@ pub fn routes() -> Vec<ExactRoute> {
                 tiles.extend(rounded);
             }
             for tile in tiles {
+                let mut kinds = kinds.clone();
+                if MMA_PROLOGUE_TT.contains(&tt) && tile.mt == 0 {
+                    kinds.extend(SWIGLU_EPILOGUE_PROLOGUES.map(|p| (p, Epilogue::Swiglu)));
+                }
                 for &(prologue, epilogue) in &kinds {
                     v.push(ExactRoute {
                         format,
@@ -571,6 +614,14 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         ..forced
     };
     let mut v: Vec<Case> = vec![(odd, 1000, 2048, forced_one)];
+    if route.epilogue == Epilogue::Swiglu {
+        // Stacked gate_up shapes (one K-range, which the launch forces): the 27B's
+        // 2 x 17408 x 5120 and SmolLM2's 2 x 1536 x 576; the first case has I = 500, a
+        // partial pair of m-tiles, several slabs and many pairs a block.
+        v.push((tt, 34816, 5120, plain));
+        v.push((odd, 3072, 576, plain));
+        return v;
+    }
     match route.prologue {
         PrologueKind::None => {
             v.push((tt, 17408, 5120, plain));
@@ -783,11 +834,16 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
     let q4 = crate::formats::format("q4_g64").expect("registered");
     let t = 8;
     let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+    // The step's four launches, then the MLP's pair as the bf16 mode runs it with gate_up's
+    // SwiGLU epilogue ([`with_swiglu_epilogue`]): gate_up writing silu(g) * u, and down
+    // reading it with no prologue.
     let cases = [
         ((34816, 5120), zc, Epilogue::None),
         ((16480, 5120), zc, Epilogue::None),
         ((5120, 17408), PrologueKind::Swiglu, Epilogue::Residual),
         ((5120, 6144), PrologueKind::None, Epilogue::Residual),
+        ((34816, 5120), zc, Epilogue::Swiglu),
+        ((5120, 17408), PrologueKind::None, Epilogue::Residual),
     ];
     for ((n, k), kind, epilogue) in cases {
         let (layout, weights) = weight_sets(gpu, q4, (n, k), &mut rng)?;
@@ -800,13 +856,23 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
         let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
         let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
         let res = (epilogue == Epilogue::Residual).then_some(rp);
-        let exact = choose(q4, t, epilogue, kind).expect("an mma route at T = 8");
+        let swiglu = epilogue == Epilogue::Swiglu;
+        let exact = if swiglu {
+            let norm = choose(q4, t, Epilogue::None, kind).expect("an mma route at T = 8");
+            with_swiglu_epilogue(&norm, n, k).expect("gate_up's SwiGLU epilogue")
+        } else {
+            choose(q4, t, epilogue, kind).expect("an mma route at T = 8")
+        };
         let bf16 = rounded(&exact).expect("a bf16 tile at T = 8");
         for route in [exact, bf16] {
             let entry = super::linear_exact::launched_route(&route, n, k)
                 .spec()
                 .entry;
-            let forced = SWEPT_K_RANGES.map(Some).into_iter().filter(|_| swept);
+            // The SwiGLU epilogue runs one K-range whatever is forced: not swept.
+            let forced = SWEPT_K_RANGES
+                .map(Some)
+                .into_iter()
+                .filter(|_| swept && !swiglu);
             for kr in std::iter::once(None).chain(forced) {
                 let over = Override {
                     k_ranges: kr,
@@ -982,6 +1048,54 @@ mod tests {
                 assert!(r.spec().programmatic);
             }
         }
+    }
+
+    /// gate_up's SwiGLU epilogue: on the register kernel the launch runs (the 27B's
+    /// 34816x5120 substitutes it for the T = 8 ring tile; SmolLM2's 3072x576 keeps the ring
+    /// kernel, so it has none), only for an RMSNorm route without an epilogue and an even N;
+    /// every such route is instantiated, and the exact and bf16 ones compile for sm_90 with
+    /// the paired m-tiles and without the split-K path's sums.
+    #[test]
+    fn gate_up_swiglu_epilogue_routes() {
+        use super::super::linear_exact::NormWeight;
+        let jit = crate::jit::test_jit();
+        let specs = super::super::linear_exact::instantiations();
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+        let r8 = choose(q4, 8, Epilogue::None, zc).unwrap();
+        assert!(
+            r8.kernel != ExactKernel::Mma(mma_tile(8)),
+            "T = 8 chooses the ring tile"
+        );
+        let s8 = with_swiglu_epilogue(&r8, 34816, 5120).expect("27B gate_up");
+        assert_eq!(s8.kernel, ExactKernel::Mma(mma_tile(8)));
+        assert!(s8.has_swiglu_epilogue() && s8.epilogue == Epilogue::Swiglu);
+        assert_eq!(with_swiglu_epilogue(&r8, 3072, 576), None);
+        assert_eq!(with_swiglu_epilogue(&r8, 34815, 5120), None, "odd N");
+        let r16 = choose(
+            q4,
+            16,
+            Epilogue::None,
+            PrologueKind::RmsNorm(NormWeight::Plain),
+        );
+        assert!(with_swiglu_epilogue(&r16.unwrap(), 3072, 576).is_some());
+        let res = choose(q4, 16, Epilogue::Residual, PrologueKind::None).unwrap();
+        assert_eq!(with_swiglu_epilogue(&res, 34816, 5120), None);
+        let mut compiled = 0;
+        for r in routes().iter().filter(|r| r.epilogue == Epilogue::Swiglu) {
+            assert!(r.has_swiglu_epilogue(), "{}", r.spec().entry);
+            assert!(specs.iter().any(|s| s.entry == r.spec().entry));
+            assert!(cases(r).iter().all(|&(_, n, _, _)| n % 2 == 0));
+            if r.format.name == "q4_g64" && r.tt == 8 && r.prologue == zc {
+                let spec = r.spec();
+                let src = jit.render(&spec).unwrap();
+                assert!(src.contains("#define EPI_SWIGLU 1"), "{}", spec.entry);
+                jit.cubin(&spec, crate::jit::Arch::new(9, 0))
+                    .unwrap_or_else(|e| panic!("{}: {e}", spec.entry));
+                compiled += 1;
+            }
+        }
+        assert_eq!(compiled, 2, "the exact and the bf16 tile");
     }
 
     #[test]

@@ -57,8 +57,15 @@
   staging), the products then those of bf16 activations: not exact, measured as a
   precision trade.
 
+  SwiGLU epilogue (epilogue "swiglu", one K-range): W is a stacked gate_up [2I, K] (gate
+  rows, then up rows) and y is [T, I] = silu(x W_gate^T) * (x W_up^T), so that an MLP's down
+  projection reads its input as it is instead of applying SwiGLU in every block's staging.
+  The m-ranges and passes count pairs of m-tiles (gate tile p and up tile p, rows 16p and
+  I + 16p): a pass's warps stream both tiles of each pair, so that both sums of an output
+  meet in the pass's shared-memory region (mma_exact.cuh, write_pass_swiglu).
+
   Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, epilogue
-  ("none" | "residual"), act ("f32"), parts (3, the default, or 1), prologue ("none" |
+  ("none" | "residual" | "swiglu"), act ("f32"), parts (3, the default, or 1), prologue ("none" |
   "rmsnorm" | "rmsnorm1p" | "swiglu"). Arguments after K: slab (groups per slab), pw, eps, kr (K-ranges; gridDim.x
   a multiple of it), part (kr > 1: [kr][T][N] f32 sums, then with RMSNorm [kr][T] sums
   of squares). Dynamic shared memory: slab * FMT_GROUP * NT * 16 + warps * 16 *
@@ -106,6 +113,14 @@
 {%- else %}
 #define PRO_SWIGLU 0
 {%- endif %}
+{%- if epilogue == "swiglu" %}
+#define EPI_SWIGLU 1
+{%- else %}
+#define EPI_SWIGLU 0
+{%- endif %}
+#if EPI_SWIGLU && PRO_SWIGLU
+#error "the SwiGLU epilogue's input is not itself a gate_up"
+#endif
 
 #define ROWS 16                        // rows of a warp's stream in a pass: one m-tile
 // Lane quad t holds the group's bytes [8 perm(t), +8) after the swap, perm = 0, 2, 1, 3.
@@ -133,8 +148,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const int t = lane & 3;
     const int groups = K / FMT_GROUP;
 
-    // This block's m-range and K-range (gridDim.x = m-ranges x kr).
+    // This block's m-range and K-range (gridDim.x = m-ranges x kr), in m-tiles, or with the
+    // SwiGLU epilogue in pairs of them (gate tile p, up tile p).
+#if EPI_SWIGLU
+    const int half_n = N / 2;
+    const int mtiles = (half_n + 15) / 16;
+#else
     const int mtiles = (N + 15) / 16;
+#endif
     const int mr = gridDim.x / kr;
     const int mrange = blockIdx.x / kr;
     const int kb = blockIdx.x - mrange * kr;
@@ -144,19 +165,31 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const int g1 = (int)((long long)(kb + 1) * groups / kr);
 
     // This warp's m-tile and K-slice in the pass (set by next_pass): the pass takes pmn
-    // m-tiles from pm0, as pmn streams x ks slices.
+    // m-tiles from pm0, as pmn streams x ks slices (SwiGLU: pmn pairs from pm0, as 2 pmn
+    // streams, the gate tiles' then the up tiles').
     int pm0 = mb0, pmn = 0, ks = 1, slice = 0, stream = 0;
     bool active = false;
     const u8 *qa = q, *qb = q, *sa = s, *sb = s;
     auto next_pass = [&]() {
         pm0 += pmn;
         const int r = mb1 - pm0;
+#if EPI_SWIGLU
+        pmn = r >= WARPS / 2 ? WARPS / 2 : (r > WARPS / 4 ? WARPS / 4 : r);
+        const int streams = 2 * pmn;
+#else
         pmn = r >= WARPS ? WARPS : (r > WARPS / 2 ? WARPS / 2 : r);
-        ks = max(WARPS / max(pmn, 1), 1);
+        const int streams = pmn;
+#endif
+        ks = max(WARPS / max(streams, 1), 1);
         stream = warp / ks;
         slice = warp - stream * ks;
-        active = stream < pmn;
+        active = stream < streams;
+#if EPI_SWIGLU
+        // Gate rows past I read up rows (clamped below): never written.
+        const int row0 = stream < pmn ? (pm0 + stream) * 16 : half_n + (pm0 + stream - pmn) * 16;
+#else
         const int row0 = (pm0 + stream) * 16;
+#endif
         const int ra = max(min(row0 + g, N - 1), 0);
         const int rb = max(min(row0 + g + 8, N - 1), 0);
         qa = q + (long long)ra * q_row_bytes;
@@ -342,7 +375,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 red[(warp * 16 + g + (e >= 2 ? 8 : 0)) * RED_LD + 8 * j + 2 * t + (e & 1)] = acc[j][e];
         __syncthreads();
 
-#if PRO_RMS
+#if EPI_SWIGLU && PRO_RMS
+        write_pass_swiglu(red, pm0, pmn, ks, T, N, K, y, ss_blk, eps);
+#elif EPI_SWIGLU
+        write_pass_swiglu(red, pm0, pmn, ks, T, N, K, y, nullptr, eps);
+#elif PRO_RMS
         write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, ss_blk, eps);
 #else
         write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, nullptr, eps);

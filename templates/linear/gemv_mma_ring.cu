@@ -92,6 +92,10 @@
 {%- else %}
 #define PRO_SWIGLU 0
 {%- endif %}
+{%- if epilogue == "swiglu" %}
+#error "the SwiGLU epilogue is gemv_mma.cu's (the register kernel)"
+{%- endif %}
+#define EPI_SWIGLU 0
 
 // Lane quad t holds the group's bytes [8t, 8t + 8): its natural quarter.
 #define STAGE_LANE(tq) (tq)

@@ -2,7 +2,7 @@
 // linear/gemv_mma_ring.cu: the mma steps, the three-way bf16 split of an activation, the
 // staging of a K-range's split fragments (with the fused prologue) and the outputs of a
 // pass. The including kernel defines TT, NT, XQ, PAIRS, BLOCK, RED_LD, PRO_RMS,
-// PRO_SWIGLU, ROWS (rows of a warp's stream in a pass) and STAGE_LANE(tq) (which quarter
+// PRO_SWIGLU, EPI_SWIGLU, ROWS (rows of a warp's stream in a pass) and STAGE_LANE(tq) (which quarter
 // of a group lane quad t = tq holds: the order its weights reach the lanes in) and PARTS
 // (3: the exact split; 1: activations rounded to bf16, one column a token) first;
 // the Tera context's `prologue` and `epilogue` are this file's too.
@@ -162,5 +162,48 @@ __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, i
         }
     }
 }
+
+#if EPI_SWIGLU
+// The outputs of a pass of the SwiGLU epilogue: the pass's pmn pairs of m-tiles are its
+// streams st < pmn (gate rows) and pmn + st (the up rows of the same outputs), each summed
+// over its ks slices as write_pass does; output row = (pm0 + st) * ROWS + r of I = N / 2 a
+// token is silu(gate) * up, both scaled by 1 / rms first with RMSNorm. One K-range only
+// (the host forces it: the sums must be whole before the silu).
+__device__ __forceinline__ void write_pass_swiglu(const float* red, int pm0, int pmn, int ks,
+                                                  int T, int N, int K, float* y,
+                                                  const float* ss_blk, float eps) {
+    const int I = N / 2;
+    const int outs = pmn * ROWS * T;
+    for (int o = threadIdx.x; o < outs; o += BLOCK) {
+        const int r = (unsigned)o % ROWS;
+        const int tk = (int)((unsigned)o / ROWS) % T;
+        const int st = (int)((unsigned)o / ROWS) / T;
+        const int row = (pm0 + st) * ROWS + r;
+        if (row < I) {
+            float v[2];
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                float hi = 0.0f, mid = 0.0f, lo = 0.0f;
+                for (int sl = 0; sl < ks; ++sl) {
+                    const float* p =
+                        red + (((st + half * pmn) * ks + sl) * ROWS + r) * RED_LD + PARTS * tk;
+                    hi += p[0];
+#if PARTS == 3
+                    mid += p[1];
+                    lo += p[2];
+#endif
+                }
+                v[half] = hi + (mid + lo);
+#if PRO_RMS
+                v[half] *= rsqrtf(ss_blk[tk] / (float)K + eps);
+#endif
+            }
+            // silu with the fast intrinsics, as the SwiGLU prologue computes it.
+            const float silu = __fdividef(v[0], 1.0f + __expf(-v[0]));
+            y[(long long)tk * I + row] = __fmul_rn(silu, v[1]);
+        }
+    }
+}
+#endif
 
 #endif  // NINFER_LINEAR_MMA_EXACT

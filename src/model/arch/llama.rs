@@ -305,8 +305,14 @@ impl<B: Backend> Llama<B> {
                 kv.rope_attention(b, li, &mut q, &mut k, &v, head_dim, &self.rope)
             };
             b.linear_add(&mut x, &a, &l.wo, l.bo.as_ref());
-            let gu = b.norm_linear(&x, &l.ffn_norm, eps, NormWeight::Plain, &l.gate_up);
-            b.swiglu_linear_add(&mut x, &gu, &l.down);
+            b.norm_mlp_add(
+                &mut x,
+                &l.ffn_norm,
+                eps,
+                NormWeight::Plain,
+                &l.gate_up,
+                &l.down,
+            );
         }
         kv.advance(b, ids.len());
         x

@@ -85,8 +85,7 @@ fn norm_mlp_add<B: Backend>(
     eps: f64,
     conv: NormWeight,
 ) {
-    let gu = b.norm_linear(x, norm, eps, conv, &m.gate_up);
-    b.swiglu_linear_add(x, &gu, &m.down);
+    b.norm_mlp_add(x, norm, eps, conv, &m.gate_up, &m.down);
 }
 
 /// Matrices of `cols` columns stacked by rows into one linear layer (`parts` in order).
