@@ -94,6 +94,20 @@ pub trait Backend: Clone + Send + Sync {
     fn slice_rows(&self, x: &Self::Act, start: usize, n: usize) -> Self::Act;
     /// Columns `start..start+n` of `x`.
     fn slice_cols(&self, x: &Self::Act, start: usize, n: usize) -> Self::Act;
+    /// The leading columns of `x` split in order: part `i` is the next `widths[i]` columns
+    /// (a stacked projection's outputs apart). The default is one `slice_cols` a part (a
+    /// backend may split them in one pass).
+    fn split_cols(&self, x: &Self::Act, widths: &[usize]) -> Vec<Self::Act> {
+        let mut start = 0;
+        widths
+            .iter()
+            .map(|&w| {
+                let part = self.slice_cols(x, start, w);
+                start += w;
+                part
+            })
+            .collect()
+    }
 
     // Ops.
     /// Rows of `table` picked by `ids`.

@@ -1478,6 +1478,33 @@ impl Backend for CudaBackend {
         y
     }
 
+    fn split_cols(&self, x: &CudaAct, widths: &[usize]) -> Vec<CudaAct> {
+        let total: usize = widths.iter().sum();
+        assert!(total <= x.cols, "split_cols: parts wider than the row");
+        if x.rows == 1 || !elementwise::split_cols_enabled() {
+            // One row: views, as slice_cols gives (or a copy a part, switched so).
+            let mut start = 0;
+            return widths
+                .iter()
+                .map(|&w| {
+                    start += w;
+                    self.slice_cols(x, start - w, w)
+                })
+                .collect();
+        }
+        let parts: Vec<CudaAct> = widths.iter().map(|&w| self.alloc(x.rows, w)).collect();
+        let segments: Vec<(u64, usize)> = parts
+            .iter()
+            .zip(widths)
+            .map(|(p, &w)| (self.ptr(p), w))
+            .collect();
+        ok(
+            "split_cols",
+            elementwise::split_cols(&self.gpu, self.ptr(x), x.cols, x.rows, &segments),
+        );
+        parts
+    }
+
     fn embedding(&self, table: &DeviceWeight, ids: &[u32]) -> CudaAct {
         for &id in ids {
             assert!(
@@ -1817,23 +1844,11 @@ impl Backend for CudaBackend {
             self.alloc(x.rows, n_heads * first),
             self.alloc(x.rows, n_heads * second),
         );
-        // Viewed as [rows * n_heads, first + second], both halves are plain 2-D copies.
-        let xp = self.ptr(x);
+        // Viewed as [rows * n_heads, first + second], the halves are one column split.
+        let segments = [(self.ptr(&a), first), (self.ptr(&b), second)];
         ok(
             "split_heads",
-            elementwise::copy2d(&self.gpu, xp, w, self.ptr(&a), first, rows, first),
-        );
-        ok(
-            "split_heads",
-            elementwise::copy2d(
-                &self.gpu,
-                xp + (first * 4) as u64,
-                w,
-                self.ptr(&b),
-                second,
-                rows,
-                second,
-            ),
+            elementwise::split_cols(&self.gpu, self.ptr(x), w, rows, &segments),
         );
         (a, b)
     }

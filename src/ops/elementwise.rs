@@ -52,6 +52,15 @@ fn rows_spec(op: &str) -> KernelSpec {
         .programmatic()
 }
 
+fn split_cols_spec() -> KernelSpec {
+    KernelSpec::new(
+        FAMILY,
+        "elementwise/split_cols.cu",
+        "elementwise_split_cols",
+    )
+    .programmatic()
+}
+
 fn softmax_spec(block: u32) -> KernelSpec {
     KernelSpec::new(
         FAMILY,
@@ -86,6 +95,7 @@ fn row_block(cols: usize) -> u32 {
 pub fn instantiations() -> Vec<KernelSpec> {
     let mut specs: Vec<KernelSpec> = POINTWISE.iter().map(|op| pointwise_spec(op)).collect();
     specs.extend(ROWS.iter().map(|op| rows_spec(op)));
+    specs.push(split_cols_spec());
     specs.extend(ROW_BLOCKS.iter().map(|&b| softmax_spec(b)));
     specs.extend(ROW_BLOCKS.iter().map(|&b| argmax_spec(b)));
     specs
@@ -217,6 +227,71 @@ pub fn copy2d(
         "copy2d: leading dimension below cols"
     );
     launch_rows(gpu, "copy2d", src, src_ld, dst, dst_ld, 0, 0, rows, cols)
+}
+
+/// Whether the cuda backend splits a stacked projection's outputs in one [`split_cols`]
+/// launch: yes unless the environment sets `NINFER_SPLIT_COLS=0` (an A/B switch: a copy a
+/// part, as before).
+pub fn split_cols_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_SPLIT_COLS")
+}
+
+/// The segments a [`split_cols`] launch takes (more are split over several launches).
+pub const SPLIT_SEGMENTS: usize = 4;
+
+/// Splits the leading columns of `src` (`rows` rows, `src_ld` f32 apart) into dense
+/// matrices, in order: segment `(dst, w)` takes the next `w` columns into `dst`
+/// (`[rows, w]`). One launch per [`SPLIT_SEGMENTS`] segments (`elementwise/split_cols.cu`).
+pub fn split_cols(
+    gpu: &Gpu,
+    src: u64,
+    src_ld: usize,
+    rows: usize,
+    segments: &[(u64, usize)],
+) -> Result<(), GpuError> {
+    let total: usize = segments.iter().map(|&(_, w)| w).sum();
+    assert!(total <= src_ld, "split_cols: segments wider than the row");
+    if rows == 0 || total == 0 {
+        return Ok(());
+    }
+    let spec = split_cols_spec();
+    let f = gpu.kernel(&spec)?;
+    let mut col = 0;
+    for chunk in segments.chunks(SPLIT_SEGMENTS) {
+        let mut d = [0u64; SPLIT_SEGMENTS];
+        let mut w = [0i32; SPLIT_SEGMENTS];
+        for (i, &(dst, width)) in chunk.iter().enumerate() {
+            (d[i], w[i]) = (dst, i32_of(width, "cols"));
+        }
+        let width: usize = chunk.iter().map(|&(_, w)| w).sum();
+        if width > 0 {
+            let cfg = LaunchConfig {
+                grid_dim: (
+                    width.div_ceil(BLOCK as usize) as u32,
+                    rows.min(65535) as u32,
+                    1,
+                ),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let (s, ld, n) = (src + (col * 4) as u64, src_ld as i64, i32_of(rows, "rows"));
+            let mut lb = gpu.launch(&f);
+            lb.arg(&s).arg(&ld);
+            for p in &d {
+                lb.arg(p);
+            }
+            for v in &w {
+                lb.arg(v);
+            }
+            lb.arg(&n);
+            // SAFETY: matches elementwise/split_cols.cu; the caller sizes each destination
+            // to rows x its width and src to rows rows of src_ld (its columns checked above).
+            unsafe { lb.launch(cfg) }.map_err(launch_err(&spec))?;
+        }
+        col += width;
+    }
+    Ok(())
 }
 
 /// `out[i] = x[rows[i]]` (`rows`: device i32 `[n_out]`, each row `cols` f32 wide).
@@ -578,6 +653,65 @@ fn qualify_copy2d(gpu: &Gpu, rng: &mut impl Rng, out: &mut Vec<Outcome>) -> Resu
     Ok(())
 }
 
+/// `split_cols` cases `(rows, src_ld, widths)`: the 27B's GDN in_proj at 8 lanes (q/k/v,
+/// z, b, a), its attention qkv (query+gate, k, v), odd widths with unused columns after
+/// them, a zero-width segment, six segments (two launches), and more rows than one grid
+/// dimension holds.
+fn split_cols_cases() -> Vec<(usize, usize, Vec<usize>)> {
+    vec![
+        (8, 16480, vec![10240, 6144, 48, 48]),
+        (8, 14336, vec![12288, 1024, 1024]),
+        (3, 40, vec![7, 0, 13, 1]),
+        (5, 300, vec![1, 33, 257, 2, 3, 4]),
+        (1, 9, vec![9]),
+        (70001, 5, vec![2, 1]),
+    ]
+}
+
+fn qualify_split_cols(
+    gpu: &Gpu,
+    rng: &mut impl Rng,
+    out: &mut Vec<Outcome>,
+) -> Result<(), GpuError> {
+    for (k, (rows, src_ld, widths)) in split_cols_cases().into_iter().enumerate() {
+        let src = normals(rng, rows * src_ld, 1.0);
+        let ds = Placed::new(gpu, &src, k % 3)?;
+        // Each destination poisoned, one sentinel past its end that must survive.
+        let sentinel = -7.25f32;
+        let dsts = widths
+            .iter()
+            .map(|&w| {
+                let mut v = vec![f32::NAN; rows * w];
+                v.push(sentinel);
+                Placed::new(gpu, &v, 1)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let segments: Vec<(u64, usize)> = dsts
+            .iter()
+            .zip(&widths)
+            .map(|(d, &w)| (d.addr(gpu), w))
+            .collect();
+        split_cols(gpu, ds.addr(gpu), src_ld, rows, &segments)?;
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        let mut c0 = 0;
+        for (d, &w) in dsts.iter().zip(&widths) {
+            got.extend(d.read(gpu)?);
+            for r in 0..rows {
+                want.extend_from_slice(&src[r * src_ld + c0..r * src_ld + c0 + w]);
+            }
+            want.push(sentinel);
+            c0 += w;
+        }
+        out.push(exact(
+            split_cols_spec().entry,
+            format!("rows={rows} src_ld={src_ld} widths={widths:?}"),
+            mismatches(&f32_bits(&got), &f32_bits(&want)),
+            want.len(),
+        ));
+    }
+    Ok(())
+}
+
 /// Gather / scatter cases `(table rows, picked rows, cols)`.
 const GATHER_CASES: [(usize, usize, usize); 5] = [
     (1, 1, 1),
@@ -870,6 +1004,7 @@ pub fn qualify(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> 
     let mut out = Vec::new();
     qualify_pointwise(gpu, rng, &mut out)?;
     qualify_copy2d(gpu, rng, &mut out)?;
+    qualify_split_cols(gpu, rng, &mut out)?;
     qualify_gather_scatter(gpu, rng, &mut out)?;
     qualify_softmax(gpu, rng, &mut out)?;
     qualify_argmax(gpu, rng, &mut out)?;
@@ -939,6 +1074,16 @@ mod tests {
         assert_eq!(mismatches(&[1u32, 2], &[1, 2]), 0);
         assert_eq!(mismatches(&[1u32, 2], &[1, 3]), 1);
         assert!(mismatches(&[1u32], &[1, 2]) > 0);
+    }
+
+    /// The column split renders, waits for its predecessor once and compiles for sm_90.
+    #[test]
+    fn split_cols_compiles_with_nvrtc() {
+        let jit = crate::jit::test_jit();
+        let spec = split_cols_spec();
+        assert!(crate::jit::calls_pdl_wait(&jit.render(&spec).unwrap()));
+        jit.cubin(&spec, crate::jit::Arch::new(9, 0))
+            .unwrap_or_else(|e| panic!("{}: {e}", spec.entry));
     }
 
     #[test]

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# v70: the bf16 mode's MLP with gate_up's SwiGLU epilogue (gate_up writes silu(g) * u, down
-# reads it with no prologue) against SwiGLU in down's staging (NINFER_SWIGLU_EPILOGUE=0), in
-# one session. A template change: the profile is re-made first (scripts/gpu/tune.sh, one
-# round), then used. carry [".gpu/v70"] (bench/kernels/v70/stage.sh). Two calls on one warm
-# machine:
-#   PART=1  qualify every mma route; the 27B step's T = 8 launches (x20); tune; synthetic
-#           Qwen3.6-27B q4_g64 bf16, greedy, lanes 1, 8, 1, 8 with the epilogue
-#   PART=2  the same without it (NINFER_SWIGLU_EPILOGUE=0), then with it again; then with
-#           --gdn-state-fp16 (lanes 1, 8)
+# v70: two changes to the decode step's launches, each with an A/B switch, measured in one
+# session: (a) the bf16 mode's MLP with gate_up's SwiGLU epilogue (gate_up writes
+# silu(g) * u, down reads it with no prologue; NINFER_SWIGLU_EPILOGUE=0: SwiGLU in down's
+# staging); (b) a stacked projection's outputs split in one launch (GDN in_proj: 4 copies
+# -> 1, attention qkv: 5 -> 2 at lanes > 1; NINFER_SPLIT_COLS=0: a copy a part, split_heads
+# stays one launch). A template change: the profile is re-made first (scripts/gpu/tune.sh,
+# one round), then used. carry [".gpu/v70"] (bench/kernels/v70/stage.sh). Three calls on
+# one warm machine:
+#   PART=1  qualify every mma route and the elementwise family; compare the tiny fixtures
+#           at 1 and 8 lanes and synthetic SmolLM2 q4_g64 bf16 at 8 lanes, also with the
+#           register kernel everywhere (NINFER_MMA_RING=0: the epilogue on its gate_up);
+#           the 27B step's T = 8 launches (x20); tune
+#   PART=2  synthetic Qwen3.6-27B q4_g64 bf16, greedy: both changes (lanes 1, 8, 1, 8), no
+#           epilogue (1, 8), no one-launch split (1, 8)
+#   PART=3  both changes with --gdn-state-fp16 (1, 8), and exact (1, 8)
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-560}
 source scripts/gpu/job-lib.sh
@@ -19,34 +25,51 @@ model() {  # NAME FLAGS...: one synthetic 27B run with the profile the first par
   t "$name"
 }
 if [ "$PART" = 1 ]; then
-  job_init v70 "(gate_up's SwiGLU epilogue)"
-  timeout $(left 110) $B qualify --filter linear_exact_mma --json $O/qualify.jsonl > $O/qualify.txt 2>&1
-  echo "qualify rc=$?" >> $O/qualify.txt
-  t qualify
-  if ! grep -q " 0 failed" $O/qualify.txt; then
-    grep -E 'FAIL|checks:|rc=' $O/qualify.txt | head -20
-    tar czf $OUT/v70.tgz -C /tmp v70-out; exit 1
-  fi
+  job_init v70 "(gate_up's SwiGLU epilogue; one-launch column split)"
+  for f in linear_exact_mma elementwise; do
+    timeout $(left 110) $B qualify --filter $f --json $O/qualify_$f.jsonl > $O/qualify_$f.txt 2>&1
+    echo "qualify rc=$?" >> $O/qualify_$f.txt
+    t "qualify $f"
+    if ! grep -q " 0 failed" $O/qualify_$f.txt; then
+      grep -E 'FAIL|checks:|rc=' $O/qualify_$f.txt | head -20
+      tar czf $OUT/v70.tgz -C /tmp v70-out; exit 1
+    fi
+  done
+  for m in llama qwen35_r2 qwen3_next; do
+    for l in 1 8; do
+      timeout $(left 60) $B compare --model tests/fixtures/tiny/$m --lanes $l --tokens 16 --json $O/compare.jsonl >> $O/compare.txt 2>&1
+      echo "rc=$?" >> $O/compare.txt
+    done
+  done
+  for ring in 1 0; do
+    NINFER_MMA_RING=$ring timeout $(left 90) $B compare --synthetic smollm2-135m --weights q4_g64 --activations bf16 --lanes 8 --tokens 32 --json $O/compare.jsonl >> $O/compare.txt 2>&1
+    echo "rc=$? (NINFER_MMA_RING=$ring)" >> $O/compare.txt
+  done
+  t compare
   timeout $(left 30) $B bench kernels --filter "linear_exact_mma step q4_g64 x20" --json $O/kernels.jsonl > $O/kernels.txt 2>&1
   echo "rc=$?" >> $O/kernels.txt
   t kernels
   mkdir -p $O/tune
   OUT=$O/tune B=$B E2E_LONG=0 E2E_ROUNDS=1 timeout $(left 100) bash scripts/gpu/tune.sh > $O/tune.txt 2>&1
   t tune
-  P=$O/tune/run1.toml
-  model model27b_bf16_epi --activations bf16 --lanes 1,8,1,8
 else
   B=/tmp/v70-ninfer; O=/tmp/v70-out; P=$O/tune/run1.toml
   export NINFER_REV="$(cat .gpu/v70/REV)" NINFER_CACHE_DIR=/tmp/v70-cache
-  NINFER_SWIGLU_EPILOGUE=0 model model27b_bf16_noepi --activations bf16 --lanes 1,8
-  model model27b_bf16_epi2 --activations bf16 --lanes 1,8
-  model model27b_bf16_fp16state_epi --activations bf16 --gdn-state-fp16 --lanes 1,8
+  if [ "$PART" = 2 ]; then
+    model model27b_bf16 --activations bf16 --lanes 1,8,1,8
+    NINFER_SWIGLU_EPILOGUE=0 model model27b_bf16_no_epilogue --activations bf16 --lanes 1,8
+    NINFER_SPLIT_COLS=0 model model27b_bf16_no_split --activations bf16 --lanes 1,8
+  else
+    model model27b_bf16_fp16state --activations bf16 --gdn-state-fp16 --lanes 1,8
+    model model27b_exact --lanes 1,8
+  fi
 fi
 tar czf $OUT/v70.tgz -C /tmp v70-out
 echo "===== summary"
 cat $O/context.txt
 if [ "$PART" = 1 ]; then
-  grep -E 'checks:|rc=|FAIL' $O/qualify.txt | head -4
+  grep -hE 'checks:|rc=|FAIL' $O/qualify_*.txt | head -6
+  grep -E 'PASS|FAIL|rc=' $O/compare.txt | sed -E 's/per lane.*;//' | cut -c1-200
   python3 - $O/kernels.jsonl <<'PY'
 import json, sys
 for l in open(sys.argv[1]):
@@ -55,5 +78,5 @@ for l in open(sys.argv[1]):
 PY
   grep -E "same winners|differ|slower" $O/tune/compare.txt 2>/dev/null | head -3
 fi
-for f in $O/model27b*.txt; do echo "-- $(basename $f)"; grep -E '^(what|prompt|decode)|rc=' $f; done
+for f in $O/model27b*.txt; do [ -f $f ] && { echo "-- $(basename $f)"; grep -E '^(what|prompt|decode)|rc=' $f; }; done
 t done

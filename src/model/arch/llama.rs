@@ -293,9 +293,7 @@ impl<B: Backend> Llama<B> {
             let a = if l.q_norm.is_none() && l.k_norm.is_none() {
                 kv.rope_attention_qkv(b, li, &qkv, qw, kw, head_dim, &self.rope)
             } else {
-                let mut q = b.slice_cols(&qkv, 0, qw);
-                let mut k = b.slice_cols(&qkv, qw, kw);
-                let v = b.slice_cols(&qkv, qw + kw, kw);
+                let [mut q, mut k, v]: [B::Act; 3] = super::split_n(b, &qkv, [qw, kw, kw]);
                 if let Some(qn) = &l.q_norm {
                     q = b.rmsnorm(&q, qn, eps, NormWeight::Plain);
                 }

@@ -195,9 +195,7 @@ impl<B: Backend> KvRows<'_, '_, B> {
     ) -> B::Act {
         match self {
             KvRows::One(kv) => {
-                let mut q = b.slice_cols(qkv, 0, q_cols);
-                let mut k = b.slice_cols(qkv, q_cols, kv_cols);
-                let v = b.slice_cols(qkv, q_cols + kv_cols, kv_cols);
+                let [mut q, mut k, v]: [B::Act; 3] = split_n(b, qkv, [q_cols, kv_cols, kv_cols]);
                 b.rope_attention(kv, layer, &mut q, &mut k, &v, head_dim, rope)
             }
             KvRows::Lanes(kvs) => {
@@ -306,6 +304,13 @@ impl VocabValues {
             data,
         })
     }
+}
+
+/// [`Backend::split_cols`] into exactly `N` parts, as an array.
+pub fn split_n<B: Backend, const N: usize>(b: &B, x: &B::Act, widths: [usize; N]) -> [B::Act; N] {
+    b.split_cols(x, &widths)
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("split_cols gives one part a width"))
 }
 
 /// A `[rows, cols]` weight matrix on `b`: in `opts.held_weights`' format where a row of

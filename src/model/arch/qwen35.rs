@@ -548,11 +548,10 @@ impl<B: Backend> Qwen35<B> {
             } => {
                 let qkv = normed_linear(wqkv);
                 let (qg_w, kv_w) = (2 * n_heads * head_dim, n_kv_heads * head_dim);
-                let qg = b.slice_cols(&qkv, 0, qg_w);
+                let [qg, k, v]: [B::Act; 3] = super::split_n(b, &qkv, [qg_w, kv_w, kv_w]);
                 let (q, gate) = b.split_heads(&qg, n_heads, head_dim, head_dim);
                 let mut q = b.rmsnorm(&q, q_norm, eps, zc);
-                let mut k = b.rmsnorm(&b.slice_cols(&qkv, qg_w, kv_w), k_norm, eps, zc);
-                let v = b.slice_cols(&qkv, qg_w + kv_w, kv_w);
+                let mut k = b.rmsnorm(&k, k_norm, eps, zc);
                 let a = kv.rope_attention(b, li, &mut q, &mut k, &v, head_dim, &self.rope);
                 (b.sigmoid_gate(&a, &gate), o_proj)
             }
@@ -564,10 +563,8 @@ impl<B: Backend> Qwen35<B> {
                 let d = self.gdn_dims.expect("a GDN layer has GDN dimensions");
                 let all = normed_linear(in_proj);
                 let (qkv_w, z_w) = (d.conv_dim(), d.value_dim());
-                let mixed = b.slice_cols(&all, 0, qkv_w);
-                let z = b.slice_cols(&all, qkv_w, z_w);
-                let bb = b.slice_cols(&all, qkv_w + z_w, d.hv);
-                let aa = b.slice_cols(&all, qkv_w + z_w + d.hv, d.hv);
+                let [mixed, z, bb, aa]: [B::Act; 4] =
+                    super::split_n(b, &all, [qkv_w, z_w, d.hv, d.hv]);
                 let o = match gdn {
                     GdnRows::One(st) => {
                         let st = st.expect("a GDN layer has a GDN state");
