@@ -302,6 +302,20 @@ pub trait Backend: Clone + Send + Sync {
             .collect();
         self.concat_rows(&rows)
     }
+    /// [`Backend::gdn_lanes`] on the stacked in-projection `all` (row `i` lane `i`'s), whose
+    /// leading columns are `mixed`, `z`, `b` and `a`, `widths` wide in that order. The
+    /// default splits them apart (a backend may read them in place).
+    fn gdn_lanes_stacked(
+        &self,
+        w: &Self::GdnWeights,
+        states: &mut [&mut Self::GdnState],
+        all: &Self::Act,
+        widths: [usize; 4],
+    ) -> Self::Act {
+        let parts = self.split_cols(all, &widths);
+        let [mixed, z, b, a] = [&parts[0], &parts[1], &parts[2], &parts[3]];
+        self.gdn_lanes(w, states, mixed, z, a, b)
+    }
     /// The rows of `parts` (equal widths) one after another.
     fn concat_rows(&self, parts: &[Self::Act]) -> Self::Act;
     /// `[a | b]` side by side (same rows).

@@ -595,6 +595,18 @@ impl CudaBackend {
 
     /// The GDN output's gated RMSNorm: `o [t, HV*dv]` with `z` into a new activation.
     fn gdn_out_norm(&self, w: &CudaGdnWeights, o: &CudaAct, z: &CudaAct, t: usize) -> CudaAct {
+        self.gdn_out_norm_at(w, o, (self.ptr(z), None), t)
+    }
+
+    /// [`Self::gdn_out_norm`] with `z` at a device address, its token rows `z_ld` floats
+    /// apart (`None`: dense).
+    fn gdn_out_norm_at(
+        &self,
+        w: &CudaGdnWeights,
+        o: &CudaAct,
+        (z, z_ld): (u64, Option<usize>),
+        t: usize,
+    ) -> CudaAct {
         let d = w.0.dims;
         let y = self.alloc(t, d.value_dim());
         ok(
@@ -603,13 +615,84 @@ impl CudaBackend {
                 &self.gpu,
                 DType::F32,
                 self.ptr(o),
-                self.ptr(z),
+                z,
                 &w.0,
                 self.ptr(&y),
                 t * d.hv,
+                z_ld,
             ),
         );
         y
+    }
+
+    /// The recurrent route a step of `lanes` lanes of `ty` state runs (the tuned tile where
+    /// the profile has one).
+    fn gdn_lanes_route(&self, d: &GdnDims, ty: StateType, lanes: usize) -> RecurrentRoute {
+        let mut route = RecurrentRoute::choose_for_lanes(Mode::Step, ty, d, lanes)
+            .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
+        crate::tune::gdn::apply(&self.routes(), &mut route, d, lanes, 1);
+        route
+    }
+
+    fn gdn_state_type(&self, st: &CudaGdnState) -> StateType {
+        match &st.0 {
+            GdnSlot::Own(s) => s.s.ty(),
+            GdnSlot::Slab { slab, .. } => slab.lock().expect("gdn slab").s.ty(),
+        }
+    }
+
+    /// One decode step of every lane from the raw inputs `x` (row `i` lane `i`'s, rows as
+    /// `x`'s strides say): the mixer's output before its norm, `[lanes, HV*dv]`.
+    fn gdn_lanes_step(
+        &self,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        x: RawInputs,
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let n = states.len();
+        let o = self.alloc(n, d.value_dim());
+        // The lanes' states side by side in one slab (moved there at the batch's first
+        // step, which is never captured): one launch steps every lane. Rows of the inputs
+        // and of `o` are the lanes, as the kernel's `[lanes][t = 1]` layout wants.
+        let mut slab = Self::common_slab(states);
+        if slab.is_none() && self.capturing().is_none() {
+            self.move_into_slab(states, &d);
+            slab = Self::common_slab(states);
+        }
+        let step = |st: &mut gdn::GdnState, x: RawInputs, out: u64| {
+            let route = self.gdn_lanes_route(&d, st.s.ty(), st.lanes);
+            ok(
+                "gdn",
+                gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(out), None, None),
+            );
+        };
+        let (mixed_ld, ab_ld) = (
+            if x.mixed_ld == 0 {
+                d.conv_dim()
+            } else {
+                x.mixed_ld
+            },
+            if x.ab_ld == 0 { d.hv } else { x.ab_ld },
+        );
+        // Lane i's row alone (one token: its strides do not matter).
+        let row = |i: usize| RawInputs {
+            mixed: x.mixed + (i * mixed_ld * 4) as u64,
+            a: x.a + (i * ab_ld * 4) as u64,
+            b: x.b + (i * ab_ld * 4) as u64,
+            ..Default::default()
+        };
+        match slab {
+            Some(slab) => step(&mut slab.lock().expect("gdn slab"), x, self.ptr(&o)),
+            None => {
+                // Lanes of no common slab inside a capture: one launch per lane.
+                for (i, st) in states.iter_mut().enumerate() {
+                    let out = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
+                    self.with_lane(st, &d, |st| step(st, row(i), out));
+                }
+            }
+        }
+        o
     }
 
     /// `op(a, b)` elementwise into a new activation of their (equal) shape.
@@ -944,6 +1027,7 @@ impl CudaBackend {
             mixed: self.ptr(mixed),
             a: self.ptr(a),
             b: self.ptr(b),
+            ..Default::default()
         };
         if t >= GDN_CHUNKED_MIN_T && gdn::prefill_supports(&d) {
             // Long blocks: the chunked (WY) prefill instead of T sequential steps.
@@ -2007,42 +2091,53 @@ impl Backend for CudaBackend {
         assert_eq!(z.cols, d.value_dim(), "gdn: z width");
         assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
         assert_eq!((z.rows, a.rows, b.rows), (n, n, n), "gdn_lanes: rows");
-        let o = self.alloc(n, d.value_dim());
-        // The lanes' states side by side in one slab (moved there at the batch's first
-        // step, which is never captured): one launch steps every lane. Rows of `mixed`,
-        // `a`, `b` and `o` are the lanes, as the kernel's `[lanes][t = 1]` layout wants.
-        let mut slab = Self::common_slab(states);
-        if slab.is_none() && self.capturing().is_none() {
-            self.move_into_slab(states, &d);
-            slab = Self::common_slab(states);
-        }
-        let step = |st: &mut gdn::GdnState, x: RawInputs, out: u64| {
-            let mut route = RecurrentRoute::choose_for_lanes(Mode::Step, st.s.ty(), &d, st.lanes)
-                .unwrap_or_else(|| {
-                    panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk)
-                });
-            crate::tune::gdn::apply(&self.routes(), &mut route, &d, st.lanes, 1);
-            ok(
-                "gdn",
-                gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(out), None, None),
-            );
+        let x = RawInputs {
+            mixed: self.ptr(mixed),
+            a: self.ptr(a),
+            b: self.ptr(b),
+            ..Default::default()
         };
-        let x = |i: usize| RawInputs {
-            mixed: self.ptr(mixed) + (i * mixed.cols * 4) as u64,
-            a: self.ptr(a) + (i * d.hv * 4) as u64,
-            b: self.ptr(b) + (i * d.hv * 4) as u64,
-        };
-        match slab {
-            Some(slab) => step(&mut slab.lock().expect("gdn slab"), x(0), self.ptr(&o)),
-            None => {
-                // Lanes of no common slab inside a capture: one launch per lane.
-                for (i, st) in states.iter_mut().enumerate() {
-                    let row = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
-                    self.with_lane(st, &d, |st| step(st, x(i), row));
-                }
-            }
+        let o = self.gdn_lanes_step(w, states, x);
+        self.gdn_out_norm_at(w, &o, (self.ptr(z), None), n)
+    }
+
+    fn gdn_lanes_stacked(
+        &self,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        all: &CudaAct,
+        widths: [usize; 4],
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let n = all.rows;
+        check_lanes(states.len(), n, "gdn_lanes_stacked");
+        let dense = [d.conv_dim(), d.value_dim(), d.hv, d.hv];
+        assert_eq!(widths, dense, "gdn_lanes_stacked: widths");
+        assert!(
+            dense.iter().sum::<usize>() <= all.cols,
+            "gdn_lanes_stacked: width"
+        );
+        // In place where the step reads only through its prologue (the split route, which
+        // takes strides): one lane's row, or the lanes' slab on the split tile.
+        let ty = self.gdn_state_type(states[0]);
+        let in_place = elementwise::split_cols_enabled()
+            && (n == 1 || self.gdn_lanes_route(&d, ty, n).tile.split);
+        if !in_place {
+            let parts = self.split_cols(all, &widths);
+            return self.gdn_lanes(w, states, &parts[0], &parts[1], &parts[3], &parts[2]);
         }
-        self.gdn_out_norm(w, &o, z, n)
+        let base = self.ptr(all);
+        let b = base + ((d.conv_dim() + d.value_dim()) * 4) as u64;
+        let x = RawInputs {
+            mixed: base,
+            a: b + (d.hv * 4) as u64,
+            b,
+            mixed_ld: all.cols,
+            ab_ld: all.cols,
+        };
+        let o = self.gdn_lanes_step(w, states, x);
+        let z = base + (d.conv_dim() * 4) as u64;
+        self.gdn_out_norm_at(w, &o, (z, Some(all.cols)), n)
     }
 
     fn concat_cols(&self, a: &CudaAct, b: &CudaAct) -> CudaAct {

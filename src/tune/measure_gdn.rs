@@ -77,6 +77,7 @@ pub fn tune_gdn(
             mixed: dptr(gpu, &mixed),
             a: dptr(gpu, &a),
             b: dptr(gpu, &b),
+            ..Default::default()
         };
         let op = dptr(gpu, &o);
         let key = key.to_string();

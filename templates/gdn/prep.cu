@@ -13,6 +13,9 @@
   multiple handled: channels per thread = ceil(max(2*dk, dv) / block) <= chmax), chmax.
   Also the first half of the split decode step (gdn/update.cu), with the lanes as the
   sequences and T = 1.
+  Inputs: token row r (= seq * T + t) of mixed at mixed + r * in_ld, its gates at
+  a_in / b_in + r * ab_ld (conv_dim and HV when they are dense; the stacked in-projection's
+  row width when they are its column blocks, read in place).
 
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a block loads
   only the conv weights and its channels' conv-state windows, which the kernel ahead of it
@@ -42,7 +45,8 @@ extern "C" __global__ void __launch_bounds__(NTH)
                   float* __restrict__ v_out,
                   float* __restrict__ g_out,
                   float* __restrict__ beta_out,
-                  int T, int hk, int hv, int dk, int dv)
+                  int T, int hk, int hv, int dk, int dv,
+                  long long in_ld, long long ab_ld)
 {
     __shared__ float scratch[32];
     __shared__ float ybuf[NTH * CHMAX];
@@ -87,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(NTH)
 #pragma unroll
         for (int j = 0; j < KC - 1; ++j) {
             const int pos = t0 - (KC - 1) + j;
-            if (c < nch && pos >= 0) win[m][j] = mixed[((long long)seq * T + pos) * conv_dim + chs[m]];
+            if (c < nch && pos >= 0) win[m][j] = mixed[((long long)seq * T + pos) * in_ld + chs[m]];
         }
     }
     const float scale = rsqrtf((float)dk);
@@ -100,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(NTH)
         for (int m = 0; m < CHMAX; ++m) {
             const int c = tid + m * NTH;
             xs[k][m] = (t0 + k < t1 && c < nch)
-                ? mixed[((long long)seq * T + t0 + k) * conv_dim + chs[m]] : 0.0f;
+                ? mixed[((long long)seq * T + t0 + k) * in_ld + chs[m]] : 0.0f;
         }
     }
 
@@ -148,8 +152,8 @@ extern "C" __global__ void __launch_bounds__(NTH)
                 if (c < nch) v_out[(tok * hv + h) * dv + c] = ybuf[c];
             }
             if (tid == 0) {
-                beta_out[tok * hv + h] = 1.0f / (1.0f + expf(-b_in[tok * hv + h]));
-                g_out[tok * hv + h] = -expf(a_log[h]) * prep_softplus(a_in[tok * hv + h] + dt_bias[h]);
+                beta_out[tok * hv + h] = 1.0f / (1.0f + expf(-b_in[tok * ab_ld + h]));
+                g_out[tok * hv + h] = -expf(a_log[h]) * prep_softplus(a_in[tok * ab_ld + h] + dt_bias[h]);
             }
         }
     }
@@ -167,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(NTH)
 #pragma unroll
             for (int j = 0; j < KC - 1; ++j) {
                 const int pos = T - (KC - 1) + j;
-                const float v = pos >= 0 ? mixed[((long long)seq * T + pos) * conv_dim + chs[m]]
+                const float v = pos >= 0 ? mixed[((long long)seq * T + pos) * in_ld + chs[m]]
                                          : old[pos + KC - 1];
                 conv_state[((long long)seq * conv_dim + chs[m]) * (KC - 1) + j] = v;
             }

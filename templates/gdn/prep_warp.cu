@@ -17,6 +17,8 @@
   Conv state: the warp of a sequence's first tokens (tpw >= kc-1) is the only one that
   reads it (positions before 0), and it writes the new state after its own reads, each
   lane its own channels.
+  Inputs as gdn/prep.cu takes them: token row r of mixed at mixed + r * in_ld, its gates
+  at a_in / b_in + r * ab_ld.
   Params: warps (a block), tpw (tokens a warp, >= kc-1), kc, chmax (channels a lane: dk
   and dv at most 32 chmax).
 
@@ -55,7 +57,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                   float* __restrict__ v_out,
                   float* __restrict__ g_out,
                   float* __restrict__ beta_out,
-                  int T, int hk, int hv, int dk, int dv)
+                  int T, int hk, int hv, int dk, int dv,
+                  long long in_ld, long long ab_ld)
 {
     const int lane = threadIdx.x & 31;
     const int seq = blockIdx.y;
@@ -92,29 +95,30 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     NINFER_PDL_WAIT();     // the inputs (the kernel ahead's output) are visible from here on
     NINFER_PDL_TRIGGER();
     if (t0 >= T) return;
-    // Lane l's channel 0 of token t: xs0[t * conv_dim]; its channel m: + 32 m.
-    const float* xs0 = mixed + row0 * conv_dim + ch0 + lane;
+    // Lane l's channel 0 of token t: xs0[t * in_ld]; its channel m: + 32 m.
+    const float* xs0 = mixed + row0 * in_ld + ch0 + lane;
 #pragma unroll
     for (int m = 0; m < CHMAX; ++m) {
         const int c = lane + 32 * m;
 #pragma unroll
         for (int j = 0; j < KC - 1; ++j) {
             const int pos = t0 - (KC - 1) + j;
-            if (c < n && pos >= 0) win[m][j] = xs0[(long long)pos * conv_dim + 32 * m];
+            if (c < n && pos >= 0) win[m][j] = xs0[(long long)pos * in_ld + 32 * m];
         }
     }
     // The gates: lane k < TPW those of token t0 + k (one round trip for the warp's tokens).
     if (kind == 2 && lane < TPW && t0 + lane < T) {
         const long long at = (row0 + t0 + lane) * hv + head;
-        beta_out[at] = 1.0f / (1.0f + expf(-b_in[at]));
-        g_out[at] = -expf(a_log[head]) * prep_softplus(a_in[at] + dt_bias[head]);
+        const long long in = (row0 + t0 + lane) * ab_ld + head;
+        beta_out[at] = 1.0f / (1.0f + expf(-b_in[in]));
+        g_out[at] = -expf(a_log[head]) * prep_softplus(a_in[in] + dt_bias[head]);
     }
 
     // Every token's inputs first (independent loads, one round trip), then the tokens.
     float xin[TPW][CHMAX];
 #pragma unroll
     for (int k = 0; k < TPW; ++k) {
-        const float* xs = xs0 + (long long)(t0 + k) * conv_dim;
+        const float* xs = xs0 + (long long)(t0 + k) * in_ld;
 #pragma unroll
         for (int m = 0; m < CHMAX; ++m)
             xin[k][m] = (t0 + k < T && lane + 32 * m < n) ? xs[32 * m] : 0.0f;
@@ -160,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
             for (int j = 0; j < KC - 1; ++j) {
                 const int pos = T - (KC - 1) + j;
-                cs[j] = pos >= 0 ? xs0[(long long)pos * conv_dim + 32 * m] : old[pos + KC - 1];
+                cs[j] = pos >= 0 ? xs0[(long long)pos * in_ld + 32 * m] : old[pos + KC - 1];
             }
         }
     }

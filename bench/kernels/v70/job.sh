@@ -4,10 +4,13 @@
 # silu(g) * u, down reads it with no prologue; NINFER_SWIGLU_EPILOGUE=0: SwiGLU in down's
 # staging); (b) a stacked projection's outputs split in one launch (GDN in_proj: 4 copies
 # -> 1, attention qkv: 5 -> 2 at lanes > 1; NINFER_SPLIT_COLS=0: a copy a part, split_heads
-# stays one launch). A template change: the profile is re-made first (scripts/gpu/tune.sh,
+# stays one launch), and at lanes the GDN split step's prologue and output norm reading
+# the in-projection's column blocks in place (no split at all; also off with the switch).
+# A template change: the profile is re-made first (scripts/gpu/tune.sh,
 # one round), then used. carry [".gpu/v70"] (bench/kernels/v70/stage.sh). Three calls on
 # one warm machine:
-#   PART=1  qualify every mma route and the elementwise family; compare the tiny fixtures
+#   PART=1  qualify every mma route, the elementwise family and GDN (its split step now
+#           reads a stacked in-projection's rows in place); compare the tiny fixtures
 #           at 1 and 8 lanes and synthetic SmolLM2 q4_g64 bf16 at 8 lanes, also with the
 #           register kernel everywhere (NINFER_MMA_RING=0: the epilogue on its gate_up);
 #           the 27B step's T = 8 launches (x20); tune
@@ -26,7 +29,7 @@ model() {  # NAME FLAGS...: one synthetic 27B run with the profile the first par
 }
 if [ "$PART" = 1 ]; then
   job_init v70 "(gate_up's SwiGLU epilogue; one-launch column split)"
-  for f in linear_exact_mma elementwise; do
+  for f in linear_exact_mma elementwise gdn_; do
     timeout $(left 110) $B qualify --filter $f --json $O/qualify_$f.jsonl > $O/qualify_$f.txt 2>&1
     echo "qualify rc=$?" >> $O/qualify_$f.txt
     t "qualify $f"

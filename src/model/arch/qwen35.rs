@@ -563,14 +563,14 @@ impl<B: Backend> Qwen35<B> {
                 let d = self.gdn_dims.expect("a GDN layer has GDN dimensions");
                 let all = normed_linear(in_proj);
                 let (qkv_w, z_w) = (d.conv_dim(), d.value_dim());
-                let [mixed, z, bb, aa]: [B::Act; 4] =
-                    super::split_n(b, &all, [qkv_w, z_w, d.hv, d.hv]);
+                let widths = [qkv_w, z_w, d.hv, d.hv];
                 let o = match gdn {
                     GdnRows::One(st) => {
                         let st = st.expect("a GDN layer has a GDN state");
+                        let [mixed, z, bb, aa]: [B::Act; 4] = super::split_n(b, &all, widths);
                         b.gdn(params, st, &mixed, &z, &aa, &bb)
                     }
-                    GdnRows::Lanes(sts) => b.gdn_lanes(params, sts, &mixed, &z, &aa, &bb),
+                    GdnRows::Lanes(sts) => b.gdn_lanes_stacked(params, sts, &all, widths),
                 };
                 (o, out_proj)
             }

@@ -140,6 +140,7 @@ fn time_step_launches(
         mixed: dptr(gpu, &mixed),
         a: dptr(gpu, &a),
         b: dptr(gpu, &b),
+        ..Default::default()
     };
     let op = dptr(gpu, &o);
     // Load the kernels before capture (and leave every state's prepared inputs in place).
@@ -193,6 +194,7 @@ pub fn time_prefill_stages(
             mixed: dptr(gpu, m),
             a: dptr(gpu, a),
             b: dptr(gpu, b),
+            ..Default::default()
         })
         .collect();
     launch_prefill(gpu, w, &mut st, raws[0], &mut ws, op)?;

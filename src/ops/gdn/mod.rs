@@ -805,12 +805,25 @@ impl PrepBufs {
 }
 
 /// Raw device inputs of the mixer for `lanes` x `t` tokens (addresses, so that callers can
-/// point into larger buffers): `mixed [lanes][t][conv_dim]`, `a`, `b [lanes][t][HV]`.
-#[derive(Debug, Clone, Copy)]
+/// point into larger buffers): `mixed [lanes][t][conv_dim]`, `a`, `b [lanes][t][HV]`, their
+/// token rows `mixed_ld` and `ab_ld` floats apart (0: dense, conv_dim and HV). Only the
+/// prologues (`gdn/prep.cu`, `gdn/prep_warp.cu`: the split step's first half and the
+/// prefill's) read rows further apart, e.g. the stacked in-projection's column blocks in
+/// place; the fused recurrent kernels take dense inputs.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct RawInputs {
     pub mixed: u64,
     pub a: u64,
     pub b: u64,
+    pub mixed_ld: usize,
+    pub ab_ld: usize,
+}
+
+impl RawInputs {
+    /// Whether the rows are dense (what the fused recurrent kernels read).
+    pub fn dense(&self, d: &GdnDims) -> bool {
+        [0, d.conv_dim()].contains(&self.mixed_ld) && [0, d.hv].contains(&self.ab_ld)
+    }
 }
 
 /// Where a record launch writes: `[lanes][t][HV][dv][dk]` states of the state's type and
@@ -875,6 +888,10 @@ pub fn launch_recurrent(
         }
         return launch_split(gpu, route, w, st, x, out.expect("asserted above"));
     }
+    assert!(
+        x.dense(d) || st.lanes * t == 1,
+        "the fused recurrent kernels read dense inputs (only the prologues take strides)"
+    );
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
     let cfg = if route.tile.group > 0 {
@@ -1012,6 +1029,8 @@ fn launch_prep(
         shared_mem_bytes: 0,
     };
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    let or = |ld: usize, dense: usize| (if ld == 0 { dense } else { ld }) as i64;
+    let (in_ld, ab_ld) = (or(x.mixed_ld, d.conv_dim()), or(x.ab_ld, d.hv));
     let mut b = gpu.launch(&kernel);
     b.arg(&x.mixed)
         .arg(&x.a)
@@ -1028,8 +1047,9 @@ fn launch_prep(
     for v in &dims_i {
         b.arg(v);
     }
+    b.arg(&in_ld).arg(&ab_ld);
     // SAFETY: matches the prologues' signature; the caller sized the outputs and the conv
-    // state for seqs x t, the inputs hold [seqs][t][...] as RawInputs says.
+    // state for seqs x t, the inputs hold [seqs][t][...] rows as RawInputs says.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }
@@ -1118,7 +1138,8 @@ pub(super) fn launch_split_update(
 }
 
 /// Queues the gated RMSNorm: `y[r] = o[r] * rsqrt(mean(o[r]^2) + eps) * w * silu(z[r])`
-/// over `rows` rows of dv (f32 in; `y` f32 or bf16 per `out`).
+/// over `rows` rows of dv (f32 in; `y` f32 or bf16 per `out`), rows = tokens x HV; `z`'s
+/// token rows `z_ld` floats apart (`None`: dense, HV x dv).
 #[allow(clippy::too_many_arguments)]
 pub fn launch_out_norm(
     gpu: &Gpu,
@@ -1128,6 +1149,7 @@ pub fn launch_out_norm(
     w: &GdnWeights,
     y: u64,
     rows: usize,
+    z_ld: Option<usize>,
 ) -> Result<(), GpuError> {
     if rows == 0 {
         return Ok(());
@@ -1140,14 +1162,19 @@ pub fn launch_out_norm(
         shared_mem_bytes: 0,
     };
     let dv = w.dims.dv as i32;
+    let heads = w.dims.hv as i32;
+    let z_ld = z_ld.unwrap_or(w.dims.value_dim()) as i64;
     let mut b = gpu.launch(&kernel);
     b.arg(&o)
         .arg(&z)
         .arg(&w.norm_w)
         .arg(&y)
         .arg(&dv)
-        .arg(&w.eps);
-    // SAFETY: matches the template; the caller sizes o, z, y to rows * dv.
+        .arg(&w.eps)
+        .arg(&heads)
+        .arg(&z_ld);
+    // SAFETY: matches the template; the caller sizes o, y to rows * dv and z to rows / HV
+    // token rows of z_ld floats (rows a multiple of HV).
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }

@@ -204,11 +204,41 @@ struct DevCase {
     z: CudaSlice<f32>,
     a: CudaSlice<f32>,
     b: CudaSlice<f32>,
+    /// The inputs as one stacked in-projection's rows (`[mixed | z | b | a | pad]`, read
+    /// in place by the split step's prologue and the output norm), where the case asks.
+    stacked: Option<(CudaSlice<f32>, usize)>,
 }
+
+/// Spare floats after a stacked row, so that its width is no sum of the parts'.
+const STACK_PAD: usize = 3;
 
 impl DevCase {
     fn new(gpu: &Gpu, c: &Case, ty: StateType) -> Result<Self, GpuError> {
+        Self::with_layout(gpu, c, ty, false)
+    }
+
+    /// With `stacked`, the inputs are also uploaded as the rows of one stacked
+    /// in-projection output, and [`Self::raw`] and [`Self::z`] point into it.
+    fn with_layout(gpu: &Gpu, c: &Case, ty: StateType, stacked: bool) -> Result<Self, GpuError> {
+        let d = &c.d;
+        let stacked = if stacked {
+            let (cd, vd, hv) = (d.conv_dim(), d.value_dim(), d.hv);
+            let width = cd + vd + 2 * hv + STACK_PAD;
+            let rows = c.mixed.len() / cd;
+            let mut all = vec![f32::NAN; rows * width];
+            for r in 0..rows {
+                let row = &mut all[r * width..(r + 1) * width];
+                row[..cd].copy_from_slice(&c.mixed[r * cd..(r + 1) * cd]);
+                row[cd..cd + vd].copy_from_slice(&c.z[r * vd..(r + 1) * vd]);
+                row[cd + vd..cd + vd + hv].copy_from_slice(&c.b[r * hv..(r + 1) * hv]);
+                row[cd + vd + hv..cd + vd + 2 * hv].copy_from_slice(&c.a[r * hv..(r + 1) * hv]);
+            }
+            Some((gpu.upload(&all)?, width))
+        } else {
+            None
+        };
         Ok(DevCase {
+            stacked,
             w: GdnWeights::upload(gpu, c.d, &c.p)?,
             st: GdnState {
                 lanes: c.lanes,
@@ -224,10 +254,36 @@ impl DevCase {
         })
     }
     fn raw(&self, gpu: &Gpu) -> RawInputs {
-        RawInputs {
-            mixed: dptr(gpu, &self.mixed),
-            a: dptr(gpu, &self.a),
-            b: dptr(gpu, &self.b),
+        match &self.stacked {
+            Some((all, width)) => {
+                let d = &self.w.dims;
+                let base = dptr(gpu, all);
+                let b = base + ((d.conv_dim() + d.value_dim()) * 4) as u64;
+                RawInputs {
+                    mixed: base,
+                    a: b + (d.hv * 4) as u64,
+                    b,
+                    mixed_ld: *width,
+                    ab_ld: *width,
+                }
+            }
+            None => RawInputs {
+                mixed: dptr(gpu, &self.mixed),
+                a: dptr(gpu, &self.a),
+                b: dptr(gpu, &self.b),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The output norm's z and its token rows' stride (`None`: dense).
+    fn z(&self, gpu: &Gpu) -> (u64, Option<usize>) {
+        match &self.stacked {
+            Some((all, width)) => {
+                let at = dptr(gpu, all) + (self.w.dims.conv_dim() * 4) as u64;
+                (at, Some(*width))
+            }
+            None => (dptr(gpu, &self.z), None),
         }
     }
 }
@@ -245,8 +301,27 @@ fn check_step(
     label: &str,
     outcomes: &mut Vec<Outcome>,
 ) -> Result<(), GpuError> {
+    check_step_with(gpu, route, c, label, false, outcomes)
+}
+
+/// [`check_step`], with `stacked` the inputs read in place from one stacked in-projection
+/// output (the engine's split step at lanes: `RawInputs` strides, the norm's `z_ld`).
+fn check_step_with(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    c: &Case,
+    label: &str,
+    stacked: bool,
+    outcomes: &mut Vec<Outcome>,
+) -> Result<(), GpuError> {
     let d = &c.d;
-    let mut dc = DevCase::new(gpu, c, route.state)?;
+    let mut dc = DevCase::with_layout(gpu, c, route.state, stacked)?;
+    let (zp, z_ld) = dc.z(gpu);
+    let label = &if stacked {
+        format!("{label} stacked")
+    } else {
+        label.to_string()
+    };
     let rows = c.lanes * c.t * d.hv;
     let o = nan_buf(gpu, rows * d.dv)?;
     let raw = dc.raw(gpu);
@@ -267,19 +342,21 @@ fn check_step(
         gpu,
         DType::F32,
         dptr(gpu, &o),
-        dptr(gpu, &dc.z),
+        zp,
         &dc.w,
         dptr(gpu, &y32),
         rows,
+        z_ld,
     )?;
     launch_out_norm(
         gpu,
         DType::Bf16,
         dptr(gpu, &o),
-        dptr(gpu, &dc.z),
+        zp,
         &dc.w,
         y16.device_ptr(gpu),
         rows,
+        z_ld,
     )?;
     gpu.synchronize()?;
     let r = c.reference(c.t);
@@ -396,6 +473,7 @@ fn check_record_replay(
             mixed: dptr(gpu, &m),
             a: dptr(gpu, &a),
             b: dptr(gpu, &b),
+            ..Default::default()
         };
         launch_recurrent(
             gpu,
@@ -606,6 +684,7 @@ fn check_prefill_route(
         &dc.w,
         dptr(gpu, &y),
         rows,
+        None,
     )?;
     gpu.synchronize()?;
     let allow = allow_chunk(&route);
@@ -691,6 +770,7 @@ pub fn gpu_drift(
                 mixed: dptr(gpu, &mixed) + (k * cd * 4) as u64,
                 a: dptr(gpu, &a) + (k * hv * 4) as u64,
                 b: dptr(gpu, &b) + (k * hv * 4) as u64,
+                ..Default::default()
             };
             launch_recurrent(
                 gpu,
@@ -711,6 +791,7 @@ pub fn gpu_drift(
                 &w,
                 dptr(gpu, &y) + (s * per_step * 4) as u64,
                 width * hv,
+                None,
             )?;
         }
         gpu.synchronize()?;
@@ -772,9 +853,10 @@ fn qualify_routes(gpu: &Gpu, rng: &mut impl Rng, prefill: bool) -> Result<Vec<Ou
                 check_step(gpu, &route, &c, label, &mut outcomes)?;
                 if !route.tile.serves(Mode::Step, 5) {
                     // The split step (one token a lane, no record/replay): also at the 8
-                    // lanes it is chosen for.
+                    // lanes it is chosen for, its inputs read in place from the stacked
+                    // in-projection as the engine runs it.
                     let c = Case::new(d, &p, 8, 1, state, rng);
-                    check_step(gpu, &route, &c, label, &mut outcomes)?;
+                    check_step_with(gpu, &route, &c, label, true, &mut outcomes)?;
                     continue;
                 }
                 let c = Case::new(d, &p, 2, 5, state, rng);
