@@ -1317,6 +1317,36 @@ impl CudaBackend {
         Some(route)
     }
 
+    /// `route` (an exact route with an RMSNorm prologue) on `x` and `w` into a new
+    /// activation of `cols` columns a row (N, or N / 2 with the SwiGLU epilogue).
+    fn launch_norm_route(
+        &self,
+        route: &ExactRoute,
+        x: &CudaAct,
+        (norm, eps, conv): (&CudaSlice<f32>, f64, NormWeight),
+        w: &DeviceWeight,
+        cols: usize,
+    ) -> CudaAct {
+        let y = self.alloc(x.rows, cols);
+        let prologue = Prologue::RmsNorm {
+            weight: self.slice_ptr(norm),
+            eps: eps as f32,
+            conv,
+        };
+        let launched = linear_exact::launch_with(
+            &self.gpu,
+            route,
+            w,
+            self.ptr(x),
+            &prologue,
+            None,
+            self.ptr(&y),
+            x.rows,
+        );
+        ok("norm_linear", launched);
+        y
+    }
+
     /// The gate_up launch of an MLP that writes `silu(gate) * up` itself (the mma register
     /// kernel's SwiGLU epilogue, `linear_mma_exact::with_swiglu_epilogue`), where the fused
     /// RMSNorm route is an mma route of the bf16 mode: the exact mode's plans split gate_up's
@@ -1718,24 +1748,7 @@ impl Backend for CudaBackend {
             x.cols, w.layout.k,
             "norm_linear: input width != weight columns"
         );
-        let y = self.alloc(x.rows, w.layout.n);
-        let prologue = Prologue::RmsNorm {
-            weight: self.slice_ptr(norm),
-            eps: eps as f32,
-            conv,
-        };
-        let launched = linear_exact::launch_with(
-            &self.gpu,
-            &route,
-            w,
-            self.ptr(x),
-            &prologue,
-            None,
-            self.ptr(&y),
-            x.rows,
-        );
-        ok("norm_linear", launched);
-        y
+        self.launch_norm_route(&route, x, (norm, eps, conv), w, w.layout.n)
     }
 
     fn swiglu_linear_add(&self, x: &mut CudaAct, gate_up: &CudaAct, w: &DeviceWeight) {
@@ -1783,23 +1796,7 @@ impl Backend for CudaBackend {
             return self.swiglu_linear_add(x, &gu, down);
         };
         // silu(gate) * up written by the gate_up launch; the down projection reads it as is.
-        let h = self.alloc(x.rows, gate_up.layout.n / 2);
-        let prologue = Prologue::RmsNorm {
-            weight: self.slice_ptr(norm),
-            eps: eps as f32,
-            conv,
-        };
-        let launched = linear_exact::launch_with(
-            &self.gpu,
-            &route,
-            gate_up,
-            self.ptr(x),
-            &prologue,
-            None,
-            self.ptr(&h),
-            x.rows,
-        );
-        ok("norm_gate_up_swiglu", launched);
+        let h = self.launch_norm_route(&route, x, (norm, eps, conv), gate_up, gate_up.layout.n / 2);
         self.linear_add(x, &h, down, None);
     }
 
