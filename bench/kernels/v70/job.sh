@@ -17,6 +17,9 @@
 #   PART=2  synthetic Qwen3.6-27B q4_g64 bf16, greedy: both changes (lanes 1, 8, 1, 8), no
 #           epilogue (1, 8), no one-launch split (1, 8)
 #   PART=3  both changes with --gdn-state-fp16 (1, 8), and exact (1, 8)
+#   PART=4  (a call of its own, on a fresh machine: job_init again) synthetic SmolLM2 q4_g64
+#           with the installed profile (PART 1's, committed): prompt 4096, decode at 1 and 8
+#           lanes over 256 steps (issue 8's SmolLM2 lines, after the split change)
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-560}
 source scripts/gpu/job-lib.sh
@@ -27,7 +30,12 @@ model() {  # NAME FLAGS...: one synthetic 27B run with the profile the first par
   echo "rc=$?" >> $O/$name.txt
   t "$name"
 }
-if [ "$PART" = 1 ]; then
+if [ "$PART" = 4 ]; then
+  job_init v70 "(gate_up's SwiGLU epilogue; one-launch column split)"
+  timeout $(left 200) $B bench model --synthetic smollm2-135m --weights q4_g64 --profile tuning/nvidia-h200.toml --prompt 4096 --lanes 1,8 --decode-tokens 256 --json $O/smollm2.jsonl > $O/smollm2.txt 2>&1
+  echo "rc=$?" >> $O/smollm2.txt
+  t smollm2
+elif [ "$PART" = 1 ]; then
   job_init v70 "(gate_up's SwiGLU epilogue; one-launch column split)"
   for f in linear_exact_mma elementwise gdn_; do
     timeout $(left 110) $B qualify --filter $f --json $O/qualify_$f.jsonl > $O/qualify_$f.txt 2>&1
@@ -81,5 +89,5 @@ for l in open(sys.argv[1]):
 PY
   grep -E "same winners|differ|slower" $O/tune/compare.txt 2>/dev/null | head -3
 fi
-for f in $O/model27b*.txt; do [ -f $f ] && { echo "-- $(basename $f)"; grep -E '^(what|prompt|decode)|rc=' $f; }; done
+for f in $O/smollm2.txt $O/model27b*.txt; do [ -f $f ] && { echo "-- $(basename $f)"; grep -E '^(what|prompt|decode)|rc=' $f; }; done
 t done
