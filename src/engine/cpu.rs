@@ -534,6 +534,22 @@ mod tests {
         );
     }
 
+    /// The trait's `split_cols` (what the cpu backend runs) takes consecutive column blocks
+    /// from column 0, a zero width giving an empty part, and leaves the columns past them.
+    #[test]
+    fn split_cols_takes_consecutive_column_blocks() {
+        let b = CpuBackend;
+        let x = Mat::new(3, 11, rand_vec(3 * 11, 5));
+        let parts = b.split_cols(&x, &[4, 0, 5]);
+        assert_eq!(parts.len(), 3);
+        for (part, (start, w)) in parts.iter().zip([(0, 4), (4, 0), (4, 5)]) {
+            assert_eq!((part.rows, part.cols), (3, w));
+            for i in 0..3 {
+                assert_eq!(part.row(i), &x.row(i)[start..start + w]);
+            }
+        }
+    }
+
     #[test]
     fn linear_matches_naive() {
         let b = CpuBackend;
