@@ -667,28 +667,13 @@ impl CudaBackend {
                 gdn::launch_recurrent(&self.gpu, &route, &w.0, st, x, 1, Some(out), None, None),
             );
         };
-        let (mixed_ld, ab_ld) = (
-            if x.mixed_ld == 0 {
-                d.conv_dim()
-            } else {
-                x.mixed_ld
-            },
-            if x.ab_ld == 0 { d.hv } else { x.ab_ld },
-        );
-        // Lane i's row alone (one token: its strides do not matter).
-        let row = |i: usize| RawInputs {
-            mixed: x.mixed + (i * mixed_ld * 4) as u64,
-            a: x.a + (i * ab_ld * 4) as u64,
-            b: x.b + (i * ab_ld * 4) as u64,
-            ..Default::default()
-        };
         match slab {
             Some(slab) => step(&mut slab.lock().expect("gdn slab"), x, self.ptr(&o)),
             None => {
                 // Lanes of no common slab inside a capture: one launch per lane.
                 for (i, st) in states.iter_mut().enumerate() {
                     let out = self.ptr(&o) + (i * d.value_dim() * 4) as u64;
-                    self.with_lane(st, &d, |st| step(st, row(i), out));
+                    self.with_lane(st, &d, |st| step(st, x.row(i, &d), out));
                 }
             }
         }

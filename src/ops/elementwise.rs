@@ -167,6 +167,20 @@ pub fn sigmoid_gate(gpu: &Gpu, x: u64, gate: u64, out: u64, n: usize) -> Result<
 }
 
 /// Queues a row-copy kernel: `n_rows` rows of `cols` f32.
+/// The grid of the row-structured kernels (`rows.cu`, `split_cols.cu`): blocks of BLOCK
+/// threads along the columns, one a row along y (grid-stride past 65535 rows).
+fn row_grid(rows: usize, cols: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            cols.div_ceil(BLOCK as usize) as u32,
+            rows.min(65535) as u32,
+            1,
+        ),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn launch_rows(
     gpu: &Gpu,
@@ -185,15 +199,7 @@ fn launch_rows(
     }
     let spec = rows_spec(op);
     let f = gpu.kernel(&spec)?;
-    let cfg = LaunchConfig {
-        grid_dim: (
-            cols.div_ceil(BLOCK as usize) as u32,
-            n_rows.min(65535) as u32,
-            1,
-        ),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = row_grid(n_rows, cols);
     let (src_ld, dst_ld) = (src_ld as i64, dst_ld as i64);
     let (n_rows, cols) = (i32_of(n_rows, "rows"), i32_of(cols, "cols"));
     let mut lb = gpu.launch(&f);
@@ -266,15 +272,7 @@ pub fn split_cols(
         }
         let width: usize = chunk.iter().map(|&(_, w)| w).sum();
         if width > 0 {
-            let cfg = LaunchConfig {
-                grid_dim: (
-                    width.div_ceil(BLOCK as usize) as u32,
-                    rows.min(65535) as u32,
-                    1,
-                ),
-                block_dim: (BLOCK, 1, 1),
-                shared_mem_bytes: 0,
-            };
+            let cfg = row_grid(rows, width);
             let (s, ld, n) = (src + (col * 4) as u64, src_ld as i64, i32_of(rows, "rows"));
             let mut lb = gpu.launch(&f);
             lb.arg(&s).arg(&ld);

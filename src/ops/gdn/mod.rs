@@ -824,6 +824,23 @@ impl RawInputs {
     pub fn dense(&self, d: &GdnDims) -> bool {
         [0, d.conv_dim()].contains(&self.mixed_ld) && [0, d.hv].contains(&self.ab_ld)
     }
+
+    /// The token rows' strides in floats, `(mixed, a and b)`, 0 read as dense.
+    pub fn strides(&self, d: &GdnDims) -> (usize, usize) {
+        let or = |ld: usize, dense: usize| if ld == 0 { dense } else { ld };
+        (or(self.mixed_ld, d.conv_dim()), or(self.ab_ld, d.hv))
+    }
+
+    /// Token row `i` alone (one token: dense, its strides do not matter).
+    pub fn row(&self, i: usize, d: &GdnDims) -> RawInputs {
+        let (mixed_ld, ab_ld) = self.strides(d);
+        RawInputs {
+            mixed: self.mixed + (i * mixed_ld * 4) as u64,
+            a: self.a + (i * ab_ld * 4) as u64,
+            b: self.b + (i * ab_ld * 4) as u64,
+            ..Default::default()
+        }
+    }
 }
 
 /// Where a record launch writes: `[lanes][t][HV][dv][dk]` states of the state's type and
@@ -1029,8 +1046,8 @@ fn launch_prep(
         shared_mem_bytes: 0,
     };
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let or = |ld: usize, dense: usize| (if ld == 0 { dense } else { ld }) as i64;
-    let (in_ld, ab_ld) = (or(x.mixed_ld, d.conv_dim()), or(x.ab_ld, d.hv));
+    let (in_ld, ab_ld) = x.strides(d);
+    let (in_ld, ab_ld) = (in_ld as i64, ab_ld as i64);
     let mut b = gpu.launch(&kernel);
     b.arg(&x.mixed)
         .arg(&x.a)
