@@ -49,6 +49,12 @@ impl KernelSpec {
         self
     }
 
+    /// Marks the spec for the architecture-specific target (`sm_90a`: wgmma).
+    pub fn arch_specific(mut self) -> Self {
+        self.arch_specific = true;
+        self
+    }
+
     /// Adds one template parameter.
     pub fn param(mut self, name: &str, value: impl Serialize) -> Self {
         let value = serde_json::to_value(value).expect("kernel params serialise to JSON");

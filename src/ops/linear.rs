@@ -53,6 +53,10 @@ pub enum LinearTile {
     /// The pipelined tensor-core kernel (`linear/a16_pipe.cu`): the same tiling, three
     /// stages in dynamic shared memory. 4- and 8-bit sym_int formats, no SwiGLU.
     Pipe { bm: u32, bn: u32, wm: u32, wn: u32 },
+    /// Hopper's warpgroup tensor cores (`linear/a16_wgmma.cu`, sm_90a only): a `bm x bn`
+    /// tile per block, `wgs` warpgroups along T, four stages of swizzled shared memory. The
+    /// formats and epilogues of [`LinearTile::Pipe`]; elsewhere it runs as that kernel.
+    Wgmma { bm: u32, bn: u32, wgs: u32 },
     /// Tensor-core GEMV for up to `8 * nt` columns: 16 rows per block, `kw` warps splitting
     /// K, `unroll` groups per iteration. Formats with the lane-pairs interface only.
     Mmv { nt: u32, kw: u32, unroll: u32 },
@@ -97,6 +101,12 @@ pub const MMA_TILES: [(u32, u32, u32, u32); 2] = [(32, 64, 1, 4), (64, 128, 2, 4
 pub const PIPE_TILES: [(u32, u32, u32, u32); 3] =
     [(256, 128, 4, 4), (64, 128, 2, 4), (128, 128, 2, 4)];
 
+/// The warpgroup kernel's tiles (bm, bn, warpgroups): 256 x 128 (the W tile decoded once
+/// for 256 rows of X) as two m64 x n128 wgmmas a warpgroup over two warpgroups, or one over
+/// four (twice the warps to hide the decode's latency, 128 registers a thread); and 128 x
+/// 256, one m64 x n256 a warpgroup.
+pub const WGMMA_TILES: [(u32, u32, u32); 3] = [(256, 128, 4), (256, 128, 2), (128, 256, 2)];
+
 /// Whether the pipelined tensor-core kernel takes `format` with `epilogue`: 4- or 8-bit
 /// symmetric integers in groups of a multiple of 32, the plain and residual epilogues.
 pub fn pipe_supports(format: &Format, epilogue: Epilogue) -> bool {
@@ -112,9 +122,11 @@ pub fn pipe_supports(format: &Format, epilogue: Epilogue) -> bool {
 pub fn prefill_tiles(format: &Format) -> Vec<LinearTile> {
     let mma = MMA_TILES.map(|(bm, bn, wm, wn)| LinearTile::Mma { bm, bn, wm, wn });
     let pipe = PIPE_TILES.map(|(bm, bn, wm, wn)| LinearTile::Pipe { bm, bn, wm, wn });
+    let wgmma = WGMMA_TILES.map(|(bm, bn, wgs)| LinearTile::Wgmma { bm, bn, wgs });
     let pipes = pipe_supports(format, Epilogue::None);
     mma.into_iter()
         .chain(pipe.into_iter().filter(|_| pipes))
+        .chain(wgmma.into_iter().filter(|_| pipes))
         .collect()
 }
 
@@ -122,6 +134,17 @@ pub fn prefill_tiles(format: &Format) -> Vec<LinearTile> {
 /// `bn x 64` W tile in bf16, rows padded to 72.
 fn pipe_smem(bm: u32, bn: u32) -> usize {
     3 * (bm + bn) as usize * 72 * 2
+}
+
+/// Dynamic shared memory of a warpgroup launch: four stages of a `bm x 64` X tile and a
+/// `bn x 64` W tile in bf16 (128-byte rows, swizzled), and 1024 bytes to align them.
+fn wgmma_smem(bm: u32, bn: u32) -> usize {
+    4 * (bm + bn) as usize * 128 + 1024
+}
+
+/// Whether `gpu` runs the warpgroup kernel: wgmma is sm_90a's (Hopper) alone.
+fn has_wgmma(gpu: &Gpu) -> bool {
+    gpu.props().compute_capability == (9, 0)
 }
 
 /// One linear kernel instantiation.
@@ -163,6 +186,16 @@ impl LinearRoute {
             .param("bn", bn)
             .param("warps_m", wm)
             .param("warps_n", wn),
+            LinearTile::Wgmma { bm, bn, wgs } => KernelSpec::new(
+                "linear_wgmma",
+                "linear/a16_wgmma.cu",
+                format!("linear_wgmma_{f}_{e}_{bm}x{bn}_g{wgs}"),
+            )
+            .param("bm", bm)
+            .param("bn", bn)
+            .param("wgs", wgs)
+            .param("acc", bn / 2)
+            .arch_specific(),
             LinearTile::Mmv { nt, kw, unroll } => KernelSpec::new(
                 "linear_mmv",
                 "linear/mmv.cu",
@@ -238,7 +271,9 @@ impl LinearRoute {
     fn max_columns(&self) -> usize {
         match self.tile {
             LinearTile::Gemv { tt, .. } => tt as usize,
-            LinearTile::Mma { .. } | LinearTile::Pipe { .. } => usize::MAX,
+            LinearTile::Mma { .. } | LinearTile::Pipe { .. } | LinearTile::Wgmma { .. } => {
+                usize::MAX
+            }
             LinearTile::Mmv { nt, .. } => 8 * nt as usize,
             LinearTile::Stream { tt, .. } => tt as usize,
         }
@@ -270,6 +305,13 @@ impl LinearRoute {
                     routes.push(LinearRoute {
                         format,
                         tile: LinearTile::Pipe { bm, bn, wm, wn },
+                        epilogue,
+                    });
+                }
+                for (bm, bn, wgs) in WGMMA_TILES {
+                    routes.push(LinearRoute {
+                        format,
+                        tile: LinearTile::Wgmma { bm, bn, wgs },
                         epilogue,
                     });
                 }
@@ -360,7 +402,7 @@ pub fn launch(
             "the stream route takes sym_int formats and no SwiGLU"
         );
     }
-    if let LinearTile::Pipe { .. } = route.tile {
+    if let LinearTile::Pipe { .. } | LinearTile::Wgmma { .. } = route.tile {
         assert!(
             pipe_supports(a.w.format, route.epilogue),
             "the pipelined route takes 4- and 8-bit sym_int formats and no SwiGLU"
@@ -383,6 +425,20 @@ pub fn launch(
             "a residual launch needs [T, N] residuals"
         );
     }
+    // The warpgroup kernel runs on Hopper alone; elsewhere the pipelined kernel's default
+    // tile takes its launches (and is fitted below like any pipelined tile).
+    let off_hopper;
+    let route = match route.tile {
+        LinearTile::Wgmma { .. } if !has_wgmma(gpu) => {
+            let (bm, bn, wm, wn) = PIPE_TILES[0];
+            off_hopper = LinearRoute {
+                tile: LinearTile::Pipe { bm, bn, wm, wn },
+                ..route.clone()
+            };
+            &off_hopper
+        }
+        _ => route,
+    };
     // A pipelined tile whose stages do not fit this GPU's blocks (sm_86 and sm_89 opt in to
     // 99 KB) runs as the smallest pipelined tile, which fits every sm_80+ GPU.
     let fitted;
@@ -401,8 +457,14 @@ pub fn launch(
     };
     // The stream tile launches programmatically (its spec opts in); the others do not.
     let f = gpu.kernel(&route.spec())?;
-    if let LinearTile::Pipe { bm, bn, .. } = route.tile {
-        gpu.grant_shared_memory(f.function(), pipe_smem(bm, bn), &route.spec().entry)?;
+    match route.tile {
+        LinearTile::Pipe { bm, bn, .. } => {
+            gpu.grant_shared_memory(f.function(), pipe_smem(bm, bn), &route.spec().entry)?
+        }
+        LinearTile::Wgmma { bm, bn, .. } => {
+            gpu.grant_shared_memory(f.function(), wgmma_smem(bm, bn), &route.spec().entry)?
+        }
+        _ => {}
     }
     let (q, s) = a.w.planes(gpu);
     let (q2, s2) = up.planes(gpu);
@@ -446,6 +508,15 @@ pub fn launch(
                     },
                 }
             }
+            LinearTile::Wgmma { bm, bn, wgs } => LaunchConfig {
+                grid_dim: (
+                    n.div_ceil(bn as usize) as u32,
+                    cols.div_ceil(bm as usize) as u32,
+                    1,
+                ),
+                block_dim: (wgs * 128, 1, 1),
+                shared_mem_bytes: wgmma_smem(bm, bn) as u32,
+            },
             LinearTile::Mmv { kw, .. } => LaunchConfig {
                 grid_dim: (n.div_ceil(16) as u32, 1, 1),
                 block_dim: (kw * 32, 1, 1),
@@ -678,6 +749,8 @@ pub fn qualify(
             }
             LinearTile::Mma { bm: 32, .. } => vec![9, 16, 17, 24, 32],
             LinearTile::Mma { .. } | LinearTile::Pipe { .. } => vec![33, 64, 100, 256],
+            // Several T tiles, a partial last one, and 40 K steps (the stages' ring).
+            LinearTile::Wgmma { .. } => vec![33, 64, 100, 256, 300],
             LinearTile::Mmv { nt, .. } => match nt {
                 1 => (1..=8).collect(),
                 2 => (9..=16).collect(),
@@ -867,6 +940,39 @@ mod tests {
         assert!(PIPE_TILES
             .iter()
             .all(|&(bm, bn, ..)| pipe_smem(bm, bn) <= 227 * 1024));
+    }
+
+    /// The warpgroup kernels compile for sm_90a with their wgmmas and nothing in local
+    /// memory, and for another target (sm_80) as the stub the launch never reaches.
+    #[test]
+    fn warpgroup_kernels_compile_for_sm_90a_and_stub_elsewhere() {
+        let jit = crate::jit::test_jit();
+        let specs: Vec<KernelSpec> = instantiations()
+            .into_iter()
+            .filter(|s| s.family == "linear_wgmma")
+            .collect();
+        // q4_g64 and q8_g32, plain and residual, two tiles.
+        assert_eq!(specs.len(), 2 * 2 * WGMMA_TILES.len());
+        for spec in &specs {
+            assert!(spec.arch_specific, "{}", spec.entry);
+            let src = jit.render(spec).unwrap();
+            jit.cubin(spec, crate::jit::Arch::new(9, 0))
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.entry));
+            jit.cubin(spec, crate::jit::Arch::new(8, 0))
+                .unwrap_or_else(|e| panic!("{} (sm_80 stub): {e}", spec.entry));
+            let ptx = cudarc::nvrtc::compile_ptx_with_opts(
+                src,
+                cudarc::nvrtc::CompileOptions {
+                    arch: Some("compute_90a"),
+                    options: crate::jit::nvrtc::base_options(),
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry))
+            .to_src();
+            assert!(ptx.contains("wgmma.mma_async"), "{}", spec.entry);
+            assert!(!ptx.contains(".local"), "{} spills", spec.entry);
+        }
     }
 
     #[test]

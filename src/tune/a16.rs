@@ -1,10 +1,10 @@
 //! The `linear_a16` route family: the tile of the tensor-core linear kernels with bf16
 //! activations (`linear/mma_tiled.cu`, [`LinearTile::Mma`]; `linear/a16_pipe.cu`,
-//! [`LinearTile::Pipe`], for the formats it takes) that the engine's bf16 path
-//! (`--activations bf16`) runs for more than 32 tokens, per weight format, prefill bucket and
-//! exact weight shape. The heuristics ([`LinearRoute::choose`]) take the first pipelined
-//! tile where the pipelined kernel takes the format, else the larger of the old kernel's
-//! tiles; a profile may name another.
+//! [`LinearTile::Pipe`], and on Hopper `linear/a16_wgmma.cu`, [`LinearTile::Wgmma`], for the
+//! formats they take) that the engine's bf16 path (`--activations bf16`) runs for more than
+//! 32 tokens, per weight format, prefill bucket and exact weight shape. The heuristics
+//! ([`LinearRoute::choose`]) take the first pipelined tile where the pipelined kernel takes
+//! the format, else the larger of the old kernel's tiles; a profile may name another.
 //!
 //! Key: `linear_a16/<format>/t<bucket>/n<N>/k<K>`, where `bucket` is one of [`BUCKETS`]
 //! ([`bucket`]: the smallest that holds T, the largest for more tokens). The candidates are
@@ -81,7 +81,7 @@ pub fn candidates(format: &'static Format) -> Vec<LinearRoute> {
     let base = LinearRoute::choose(format, MIN_T, Epilogue::None);
     debug_assert!(matches!(
         base.tile,
-        LinearTile::Mma { .. } | LinearTile::Pipe { .. }
+        LinearTile::Mma { .. } | LinearTile::Pipe { .. } | LinearTile::Wgmma { .. }
     ));
     let mut v = vec![base];
     for tile in crate::ops::linear::prefill_tiles(format) {
@@ -110,6 +110,7 @@ pub fn short(route: &LinearRoute) -> String {
     match route.tile {
         LinearTile::Mma { bm, bn, wm, wn } => format!("{bm}x{bn}_w{wm}x{wn}"),
         LinearTile::Pipe { bm, bn, wm, wn } => format!("pipe_{bm}x{bn}_w{wm}x{wn}"),
+        LinearTile::Wgmma { bm, bn, wgs } => format!("wgmma_{bm}x{bn}_g{wgs}"),
         _ => route.spec().entry,
     }
 }
@@ -132,7 +133,7 @@ pub fn apply(table: &super::RouteTable, route: &mut LinearRoute, t: usize, n: us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::linear::{pipe_supports, MMA_TILES, PIPE_TILES};
+    use crate::ops::linear::{pipe_supports, MMA_TILES, PIPE_TILES, WGMMA_TILES};
     use crate::tune::{Fingerprint, Profile, Route, RouteTable};
 
     fn q4() -> &'static Format {
@@ -222,7 +223,12 @@ mod tests {
             );
             let pipes = pipe_supports(f, Epilogue::None);
             assert_eq!(pipes, name == "q4_g64" || name == "q8_g32", "{name}");
-            let want = MMA_TILES.len() + if pipes { PIPE_TILES.len() } else { 0 };
+            let want = MMA_TILES.len()
+                + if pipes {
+                    PIPE_TILES.len() + WGMMA_TILES.len()
+                } else {
+                    0
+                };
             assert_eq!(c.len(), want, "{name}");
             for (bm, bn, wm, wn) in MMA_TILES {
                 assert!(c
@@ -233,6 +239,12 @@ mod tests {
                 let has = c
                     .iter()
                     .any(|r| r.tile == LinearTile::Pipe { bm, bn, wm, wn });
+                assert_eq!(has, pipes, "{name}");
+            }
+            for (bm, bn, wgs) in WGMMA_TILES {
+                let has = c
+                    .iter()
+                    .any(|r| r.tile == LinearTile::Wgmma { bm, bn, wgs });
                 assert_eq!(has, pipes, "{name}");
             }
             let mut entries: Vec<String> = c.iter().map(|r| r.spec().entry).collect();

@@ -15,10 +15,7 @@
   a quarter per k16 slice, between the slice's mmas, so that the decode's ALU work issues
   beside the tensor cores' instead of after them. One barrier per step.
 
-  Decoding a chunk (32 weights of one row, one scale: FMT_GROUP a multiple of 32): the
-  code n = q + 2^(B-1) placed in the mantissa of 2^23 gives 2^23 + n exactly, less
-  2^23 + 2^(B-1) is q in f32; q * scale is exact in f32 (an f16 scale and a code of at most
-  8 bits) and is rounded once to bf16.
+  Decoding a chunk of 32 weights (one row, one scale): linear/a16_chunk.cuh.
 
   Warps: WARPS_M x WARPS_N, each a WM x WN sub-tile (MT x NT mma tiles of 16 x 8); A and B
   fragments by ldmatrix.x4. Rows past T are zero (cp.async's zero fill); rows past N
@@ -30,6 +27,7 @@
 {% include "common/types.cuh" %}
 {% include "common/mma.cuh" %}
 {{ format_code }}
+{% include "linear/a16_chunk.cuh" %}
 
 #define BM {{ bm }}
 #define BN {{ bn }}
@@ -42,9 +40,6 @@
 #define NT (WN / 8)
 #define LDS (BK + 8)
 #define THREADS (WARPS_M * WARPS_N * 32)
-#define CHUNK 32                                   // weights per decoded chunk
-#define CHUNK_BYTES (CHUNK * FMT_BITS / 8)         // 16 (4-bit) or 32 (8-bit)
-#define CHUNK_VECS (CHUNK_BYTES / 16)
 #define CHUNKS (BN * BK / CHUNK)                   // chunks of a W tile
 #define CPT ((CHUNKS + THREADS - 1) / THREADS)     // chunks per thread and step
 #define XVECS (BM * BK / 8)                        // 16-byte pieces of an X tile
@@ -52,52 +47,15 @@
 // Up to 256 threads, two blocks an SM (at most 128 registers a thread), so that one
 // block's barrier overlaps the other's multiplies; 512-thread blocks are one an SM.
 #define MIN_BLOCKS (THREADS <= 256 && BM * BN <= 128 * 128 ? 2 : 1)
-#if FMT_BITS != 4 && FMT_BITS != 8
-#error "a16_pipe takes 4- and 8-bit codes"
-#endif
-#if FMT_GROUP % CHUNK != 0
-#error "a16_pipe needs groups of a multiple of 32 weights"
-#endif
 #if (CHUNKS % THREADS != 0 && THREADS % CHUNKS != 0) || XVECS % THREADS != 0 || NT % 2 != 0
 #error "a16_pipe: the tile does not divide among the threads"
 #endif
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool fill) {
-    const u32 d = (u32)__cvta_generic_to_shared(smem);
-    const int n = fill ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(gmem), "r"(n));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-// Every group but the newest complete.
-__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 __device__ __forceinline__ void ldmatrix_x4(u32* r, const bf16_t* p) {
     const u32 a = (u32)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3 }, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
-}
-
-// Weights [8 v, 8 v + 8) of a chunk (raw little-endian words, scale d) as 4 bf16x2, in
-// order: one 16-byte piece of the decoded row.
-__device__ __forceinline__ uint4 decode_piece(const uint4 (&raw)[CHUNK_VECS], float d, int v) {
-    const u32* w = (const u32*)raw;
-    constexpr int PER = 32 / FMT_BITS;                       // codes per word
-    constexpr u32 MASK = (1u << FMT_BITS) - 1u;
-    constexpr u32 FLIP = FMT_BITS == 4 ? 0x88888888u : 0x80808080u;
-    constexpr float BIAS = 8388608.0f + (float)(1u << (FMT_BITS - 1));
-    u32 o[4];
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-        const int e = 8 * v + 2 * p;                         // the pair's first weight
-        const u32 lw = w[e / PER] ^ FLIP;                    // offset binary: n = q + 2^(B-1)
-        const u32 hw = w[(e + 1) / PER] ^ FLIP;
-        const float lo = __int_as_float(0x4B000000u | ((lw >> ((e % PER) * FMT_BITS)) & MASK)) - BIAS;
-        const float hi = __int_as_float(0x4B000000u | ((hw >> (((e + 1) % PER) * FMT_BITS)) & MASK)) - BIAS;
-        o[p] = pack_bf16x2(__fmul_rn(d, lo), __fmul_rn(d, hi));
-    }
-    return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -155,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
             const int c = threadIdx.x + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS)
                 *(uint4*)(ws + (stage * BN + (c >> 1)) * LDS + (c & 1) * CHUNK + 8 * v) =
-                    decode_piece(raw[i], d[i], v);
+                    decode_piece(raw[i], chunk_scale(d[i]), v);
         }
     };
     auto load_x = [&](int step, int stage) {
