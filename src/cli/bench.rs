@@ -136,7 +136,7 @@ pub struct KernelBenchArgs {
     /// Peer timings (JSON lines: what, shape, peer, median_us) to set beside ours.
     #[arg(long, value_name = "PATH")]
     pub peer_json: Option<std::path::PathBuf>,
-    /// The revision to stamp on each record (default: the build's).
+    /// The revision to stamp on each record (default: $NINFER_REV, else git describe).
     #[arg(long)]
     pub rev: Option<String>,
 }
@@ -185,10 +185,7 @@ fn kernels(args: &KernelBenchArgs) -> Result<(), CliError> {
         gpu: &gpu,
         copy_bytes_per_s: copy,
         gemm_flops_per_s: Some(gemm),
-        rev: args
-            .rev
-            .clone()
-            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string()),
+        rev: args.rev.clone().unwrap_or_else(model_bench::git_rev),
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let mut records: Vec<BenchRecord> = Vec::new();

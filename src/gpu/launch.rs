@@ -134,6 +134,15 @@ macro_rules! plain_args {
 }
 plain_args!(i32, u32, i64, u64, f32, f64);
 
+// SAFETY: a tensor map is passed by value, its 128 bytes as the kernel declares them.
+unsafe impl KernelArg for super::tma::TensorMap {
+    fn push<'a>(&'a self, launch: &mut Launch<'a>) {
+        launch
+            .args
+            .push(Param::Value(self as *const Self as *mut c_void));
+    }
+}
+
 // SAFETY: a buffer is passed as its device address (event tracking is off on our
 // contexts, see `Gpu::open`, so the guard of `device_ptr` does nothing).
 unsafe impl<T> KernelArg for CudaSlice<T> {

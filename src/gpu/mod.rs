@@ -11,6 +11,7 @@ mod device;
 mod graph;
 mod launch;
 mod timing;
+pub mod tma;
 
 pub use buffer::{dptr, AnyBuffer};
 pub use cublas::Blas;

@@ -142,9 +142,12 @@ fn wgmma_smem(bm: u32, bn: u32) -> usize {
     4 * (bm + bn) as usize * 128 + 1024
 }
 
-/// Whether `gpu` runs the warpgroup kernel: wgmma is sm_90a's (Hopper) alone.
+/// Whether `gpu` runs the warpgroup kernel: wgmma is sm_90a's (Hopper) alone, and the
+/// environment may switch it off (`NINFER_WGMMA=0`, an A/B switch: the pipelined kernel's
+/// default tile instead).
 fn has_wgmma(gpu: &Gpu) -> bool {
-    gpu.props().compute_capability == (9, 0)
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    gpu.props().compute_capability == (9, 0) && super::linear_exact::switch_on(&ON, "NINFER_WGMMA")
 }
 
 /// One linear kernel instantiation.
@@ -254,8 +257,9 @@ impl LinearRoute {
             let (bm, bn, wm, wn) = MMA_TILES[0];
             LinearTile::Mma { bm, bn, wm, wn }
         } else if pipe_supports(format, epilogue) {
-            let (bm, bn, wm, wn) = PIPE_TILES[0];
-            LinearTile::Pipe { bm, bn, wm, wn }
+            // The warpgroup kernel (on Hopper; its launch runs PIPE_TILES[0] elsewhere).
+            let (bm, bn, wgs) = WGMMA_TILES[0];
+            LinearTile::Wgmma { bm, bn, wgs }
         } else {
             let (bm, bn, wm, wn) = MMA_TILES[1];
             LinearTile::Mma { bm, bn, wm, wn }
@@ -425,11 +429,13 @@ pub fn launch(
             "a residual launch needs [T, N] residuals"
         );
     }
-    // The warpgroup kernel runs on Hopper alone; elsewhere the pipelined kernel's default
-    // tile takes its launches (and is fitted below like any pipelined tile).
+    // The warpgroup kernel runs on Hopper alone, and reads X by TMA (16-byte aligned rows);
+    // elsewhere the pipelined kernel's default tile takes its launches (and is fitted below
+    // like any pipelined tile).
     let off_hopper;
+    let x_aligned = a.x.device_ptr(gpu.stream()).0.is_multiple_of(16);
     let route = match route.tile {
-        LinearTile::Wgmma { .. } if !has_wgmma(gpu) => {
+        LinearTile::Wgmma { .. } if !has_wgmma(gpu) || !x_aligned => {
             let (bm, bn, wm, wn) = PIPE_TILES[0];
             off_hopper = LinearRoute {
                 tile: LinearTile::Pipe { bm, bn, wm, wn },
@@ -552,8 +558,21 @@ pub fn launch(
         if let LinearTile::Stream { .. } = route.tile {
             b.arg(&slab).arg(&pw).arg(&eps);
         }
+        let x_map = match route.tile {
+            LinearTile::Wgmma { bm, .. } => Some(crate::gpu::tma::bf16_2d_swizzle128(
+                xc,
+                (cols, k),
+                k * 2,
+                (bm, 64),
+            )?),
+            _ => None,
+        };
+        if let Some(m) = &x_map {
+            b.arg(m);
+        }
         // SAFETY: the arguments match the template's signature (the stream kernel's with its
-        // slab and unused prologue operands, its shared memory sized by stream_slab); sizes
+        // slab and unused prologue operands, its shared memory sized by stream_slab; the
+        // warpgroup kernel's with X's tensor map, T = `cols` rows from `xc`); sizes
         // are asserted above and the kernels guard rows and columns past N and T.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
@@ -912,7 +931,7 @@ mod tests {
     }
 
     #[test]
-    fn prefill_takes_the_pipelined_kernel_where_it_applies() {
+    fn prefill_takes_the_warpgroup_kernel_where_the_pipelined_one_applies() {
         for fmt in crate::formats::registry().iter() {
             for e in Epilogue::ALL {
                 let pipes = pipe_supports(fmt, e);
@@ -924,22 +943,27 @@ mod tests {
                 );
                 for t in [33, 512, 4096] {
                     let tile = LinearRoute::choose(fmt, t, e).tile;
-                    let (bm, bn, wm, wn) = if pipes { PIPE_TILES[0] } else { MMA_TILES[1] };
                     let want = if pipes {
-                        LinearTile::Pipe { bm, bn, wm, wn }
+                        let (bm, bn, wgs) = WGMMA_TILES[0];
+                        LinearTile::Wgmma { bm, bn, wgs }
                     } else {
+                        let (bm, bn, wm, wn) = MMA_TILES[1];
                         LinearTile::Mma { bm, bn, wm, wn }
                     };
                     assert_eq!(tile, want, "{} {e:?} T={t}", fmt.name);
                 }
             }
         }
-        // The fallback tile fits the 99 KB blocks of sm_86 and sm_89, every tile sm_90's.
+        // The fallback tile fits the 99 KB blocks of sm_86 and sm_89, every tile sm_90's
+        // (the warpgroup tiles with their 32 bytes of mbarriers).
         let (bm, bn, ..) = PIPE_TILES[1];
         assert!(pipe_smem(bm, bn) <= 99 * 1024);
         assert!(PIPE_TILES
             .iter()
             .all(|&(bm, bn, ..)| pipe_smem(bm, bn) <= 227 * 1024));
+        assert!(WGMMA_TILES
+            .iter()
+            .all(|&(bm, bn, _)| wgmma_smem(bm, bn) + 32 <= 227 * 1024));
     }
 
     /// The warpgroup kernels compile for sm_90a with their wgmmas and nothing in local

@@ -3,8 +3,9 @@
 //! [`LinearTile::Pipe`], and on Hopper `linear/a16_wgmma.cu`, [`LinearTile::Wgmma`], for the
 //! formats they take) that the engine's bf16 path (`--activations bf16`) runs for more than
 //! 32 tokens, per weight format, prefill bucket and exact weight shape. The heuristics
-//! ([`LinearRoute::choose`]) take the first pipelined tile where the pipelined kernel takes
-//! the format, else the larger of the old kernel's tiles; a profile may name another.
+//! ([`LinearRoute::choose`]) take the first warpgroup tile where the pipelined kernels take
+//! the format (off Hopper its launch runs the first pipelined tile), else the larger of the
+//! old kernel's tiles; a profile may name another.
 //!
 //! Key: `linear_a16/<format>/t<bucket>/n<N>/k<K>`, where `bucket` is one of [`BUCKETS`]
 //! ([`bucket`]: the smallest that holds T, the largest for more tokens). The candidates are

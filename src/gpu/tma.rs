@@ -1,0 +1,57 @@
+//! Tensor maps for Hopper's tensor memory accelerator (TMA): the descriptor a kernel takes
+//! by value (`__grid_constant__`) to copy a 2-D tile from global memory into shared memory
+//! with one instruction, swizzled as wgmma reads it.
+
+use cudarc::driver::sys;
+
+use super::GpuError;
+
+/// A tensor map, passed to a kernel as one parameter (128 bytes, aligned as the driver
+/// wants it).
+pub type TensorMap = sys::CUtensorMap;
+
+/// The map of a row-major bf16 matrix `[rows, cols]` at device address `ptr` (rows
+/// `row_bytes` apart), copied in boxes of `box_rows x box_cols` into shared memory in the
+/// 128-byte swizzle (so `box_cols` * 2 must be at most 128). Elements past the matrix are
+/// filled with zeros.
+pub fn bf16_2d_swizzle128(
+    ptr: u64,
+    (rows, cols): (usize, usize),
+    row_bytes: usize,
+    (box_rows, box_cols): (u32, u32),
+) -> Result<TensorMap, GpuError> {
+    assert!(
+        box_cols as usize * 2 <= 128 && box_rows <= 256,
+        "a swizzled TMA box is at most 128 bytes wide and 256 rows"
+    );
+    assert!(
+        ptr.is_multiple_of(16) && row_bytes.is_multiple_of(16),
+        "TMA needs 16-byte aligned rows"
+    );
+    let dims = [cols as u64, rows as u64];
+    let strides = [row_bytes as u64];
+    let boxes = [box_cols, box_rows];
+    let elem_strides = [1u32, 1];
+    // SAFETY: all-zero bits are a valid (unencoded) map; the driver fills it below.
+    let mut map: TensorMap = unsafe { std::mem::zeroed() };
+    // SAFETY: the arrays hold rank (2) entries (strides rank - 1), live across the call.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            2,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            elem_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result()
+        .map_err(|e| GpuError::driver("encoding a TMA tensor map", e))?;
+    Ok(map)
+}
