@@ -8,7 +8,10 @@
 //! `mma.sync` m16n8k16), the tensor-core GEMV `linear_mmv` (`templates/linear/mmv.cu`) and
 //! `linear_stream` (`templates/linear/gemv_stream.cu`, the exact route's bandwidth-first
 //! kernel with bf16 activations; registered, qualified and timed beside `linear_mmv`;
-//! launched programmatically, as in the exact route).
+//! launched programmatically, as in the exact route). Past 32 rows, for 4- and 8-bit
+//! symmetric integer weights: `linear_pipe` (`templates/linear/a16_pipe.cu`, `mma.sync` fed
+//! by a three-stage pipeline) and, on Hopper, `linear_wgmma` (`templates/linear/
+//! a16_wgmma.cu`: wgmma from swizzled shared memory, X by TMA, the default there).
 //! Routes are chosen by [`LinearRoute::choose`] until the autotuner supplies a table.
 
 use rand::{Rng, SeedableRng};

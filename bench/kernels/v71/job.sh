@@ -11,6 +11,10 @@
 #           cpu backend; synthetic 27B and SmolLM2 q4_g64 bf16 prefill at 4096 with the
 #           warpgroup kernel and with NINFER_WGMMA=0 (the pipelined kernel): the 27B once
 #           each, SmolLM2 twice each, alternating
+#   PART=4  `ninfer compare` of the tiny llama, qwen35_r2 and qwen3_next fixtures, q4_g64
+#           weights, bf16 activations, through a prompt of more than 32 tokens (the A16
+#           route's prefill), at 1 and 8 lanes, with the warpgroup kernel and with
+#           NINFER_WGMMA=0
 #   PART=2  ncu on the first launch of each warpgroup tile, T = 4096 on 17408x5120 (the
 #           bench's own launches): stall reasons, tensor-pipe activity, instructions
 set -u
@@ -49,6 +53,18 @@ elif [ "$PART" = 3 ]; then
     echo "rc=$? (NINFER_WGMMA=$w)" >> $O/prefill_smollm2.txt
   done
   t "smollm2 prefill"
+elif [ "$PART" = 4 ]; then
+  job_init v71 "(A16 warpgroup kernel)"
+  long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools. Over the centuries the settlement grew into a market town, then into a walled city with a cathedral, a university and a harbour that sent ships to every port of the known world."
+  for m in llama qwen35_r2 qwen3_next; do
+    for l in 1 8; do
+      for w in 1 0; do
+        NINFER_WGMMA=$w timeout $(left 60) $B compare --model tests/fixtures/tiny/$m --weights q4_g64 --activations bf16 --prompt "$long" --lanes $l --tokens 16 --json $O/compare_tiny.jsonl >> $O/compare_tiny.txt 2>&1
+        echo "rc=$? ($m, lanes $l, NINFER_WGMMA=$w)" >> $O/compare_tiny.txt
+      done
+    done
+  done
+  t compare
 elif [ "$PART" = 2 ]; then
   # ncu on one launch of each warpgroup tile: its stall reasons and tensor-pipe activity
   job_init v71 "(A16 warpgroup kernel)"
@@ -65,7 +81,7 @@ tar czf $OUT/v71.tgz -C /tmp v71-out
 echo "===== summary"
 cat $O/context.txt
 [ -f $O/kernels.txt ] && grep -E "T=4096|rc=" $O/kernels.txt | head -30
-[ -f $O/compare.txt ] && grep -E "identical|differ|rc=" $O/compare.txt | cut -c1-150
+for f in $O/compare.txt $O/compare_tiny.txt; do [ -f $f ] && grep -E "identical|differ|rc=" $f | cut -c1-220; done
 [ -f $O/tune.txt ] && tail -5 $O/tune.txt
 for f in $O/prefill*.txt; do [ -f $f ] && grep -E "prompt|rc=" $f | cut -c1-150; done
 for f in $O/ncu_*.txt; do [ -f $f ] && { echo "== $f"; grep -E "Duration|stalled|tensor|inst_executed|Issue Slots|rc=" $f | awk '$NF+0 > 0.05 || /Duration|inst_exec|rc=|tensor/' | cut -c1-130; }; done
