@@ -378,6 +378,30 @@ pub struct LinearArgs<'a> {
     pub t: usize,
 }
 
+/// The route a launch of `route` runs on `gpu`. The warpgroup kernel runs on Hopper alone
+/// and reads X by TMA (16-byte aligned rows, `x_aligned`): elsewhere the pipelined kernel's
+/// default tile takes its launches. A pipelined tile whose stages do not fit this GPU's
+/// blocks (sm_86 and sm_89 opt in to 99 KB) runs as the smallest pipelined tile, which fits
+/// every sm_80+ GPU.
+fn runnable(gpu: &Gpu, route: &LinearRoute, x_aligned: bool) -> LinearRoute {
+    let pipe = |(bm, bn, wm, wn): (u32, u32, u32, u32)| LinearRoute {
+        tile: LinearTile::Pipe { bm, bn, wm, wn },
+        ..route.clone()
+    };
+    let r = match route.tile {
+        LinearTile::Wgmma { .. } if !has_wgmma(gpu) || !x_aligned => pipe(PIPE_TILES[0]),
+        _ => route.clone(),
+    };
+    match r.tile {
+        LinearTile::Pipe { bm, bn, .. }
+            if pipe_smem(bm, bn) > gpu.props().smem_per_block_optin as usize =>
+        {
+            pipe(PIPE_TILES[1])
+        }
+        _ => r,
+    }
+}
+
 /// Queues `y = epilogue(x * w^T)` on the GPU's stream.
 pub fn launch(
     gpu: &Gpu,
@@ -432,38 +456,9 @@ pub fn launch(
             "a residual launch needs [T, N] residuals"
         );
     }
-    // The warpgroup kernel runs on Hopper alone, and reads X by TMA (16-byte aligned rows);
-    // elsewhere the pipelined kernel's default tile takes its launches (and is fitted below
-    // like any pipelined tile).
-    let off_hopper;
     let x_aligned = a.x.device_ptr(gpu.stream()).0.is_multiple_of(16);
-    let route = match route.tile {
-        LinearTile::Wgmma { .. } if !has_wgmma(gpu) || !x_aligned => {
-            let (bm, bn, wm, wn) = PIPE_TILES[0];
-            off_hopper = LinearRoute {
-                tile: LinearTile::Pipe { bm, bn, wm, wn },
-                ..route.clone()
-            };
-            &off_hopper
-        }
-        _ => route,
-    };
-    // A pipelined tile whose stages do not fit this GPU's blocks (sm_86 and sm_89 opt in to
-    // 99 KB) runs as the smallest pipelined tile, which fits every sm_80+ GPU.
-    let fitted;
-    let route = match route.tile {
-        LinearTile::Pipe { bm, bn, .. }
-            if pipe_smem(bm, bn) > gpu.props().smem_per_block_optin as usize =>
-        {
-            let (bm, bn, wm, wn) = PIPE_TILES[1];
-            fitted = LinearRoute {
-                tile: LinearTile::Pipe { bm, bn, wm, wn },
-                ..route.clone()
-            };
-            &fitted
-        }
-        _ => route,
-    };
+    let runs = runnable(gpu, route, x_aligned);
+    let route = &runs;
     // The stream tile launches programmatically (its spec opts in); the others do not.
     let f = gpu.kernel(&route.spec())?;
     match route.tile {
