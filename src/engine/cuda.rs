@@ -84,8 +84,9 @@ pub enum LinearActivations {
     Exact,
     /// bf16 in and out around the tensor-core routes: the fast path (synthetic 27B q4_g64
     /// on an H200: 937 tokens/s at 8 lanes against 662 exact, prompt 4096 at 5,195
-    /// tokens/s; `bench/kernels` v70, v71) for +0.009% perplexity on SmolLM2 q4_g64
-    /// (`docs/quality-trades.md`); 1e-2 to 3e-2 from the cpu in logits over long prompts.
+    /// tokens/s; `bench/kernels` v70, v71) for +0.009% (decode routes) and +0.013%
+    /// (prefill routes) perplexity on SmolLM2 q4_g64 (`docs/quality-trades.md`); 1e-2 to
+    /// 3e-2 from the cpu in logits over long prompts.
     Bf16,
 }
 
