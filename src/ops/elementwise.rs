@@ -166,7 +166,6 @@ pub fn sigmoid_gate(gpu: &Gpu, x: u64, gate: u64, out: u64, n: usize) -> Result<
     launch_pointwise(gpu, "sigmoid_gate", x, gate, out, n)
 }
 
-/// Queues a row-copy kernel: `n_rows` rows of `cols` f32.
 /// The grid of the row-structured kernels (`rows.cu`, `split_cols.cu`): blocks of BLOCK
 /// threads along the columns, one a row along y (grid-stride past 65535 rows).
 fn row_grid(rows: usize, cols: usize) -> LaunchConfig {
@@ -181,6 +180,7 @@ fn row_grid(rows: usize, cols: usize) -> LaunchConfig {
     }
 }
 
+/// Queues a row-copy kernel: `n_rows` rows of `cols` f32.
 #[allow(clippy::too_many_arguments)]
 fn launch_rows(
     gpu: &Gpu,

@@ -145,6 +145,16 @@ fn wgmma_smem(bm: u32, bn: u32) -> usize {
     4 * (bm + bn) as usize * 128 + 1024
 }
 
+/// Dynamic shared memory of a tensor-core launch with stages (the pipelined and warpgroup
+/// tiles); the other tiles' launches size theirs themselves.
+fn staged_smem(tile: LinearTile) -> Option<usize> {
+    match tile {
+        LinearTile::Pipe { bm, bn, .. } => Some(pipe_smem(bm, bn)),
+        LinearTile::Wgmma { bm, bn, .. } => Some(wgmma_smem(bm, bn)),
+        _ => None,
+    }
+}
+
 /// Whether `gpu` runs the warpgroup kernel: wgmma is sm_90a's (Hopper) alone, and the
 /// environment may switch it off (`NINFER_WGMMA=0`, an A/B switch: the pipelined kernel's
 /// default tile instead).
@@ -460,15 +470,10 @@ pub fn launch(
     let runs = runnable(gpu, route, x_aligned);
     let route = &runs;
     // The stream tile launches programmatically (its spec opts in); the others do not.
-    let f = gpu.kernel(&route.spec())?;
-    match route.tile {
-        LinearTile::Pipe { bm, bn, .. } => {
-            gpu.grant_shared_memory(f.function(), pipe_smem(bm, bn), &route.spec().entry)?
-        }
-        LinearTile::Wgmma { bm, bn, .. } => {
-            gpu.grant_shared_memory(f.function(), wgmma_smem(bm, bn), &route.spec().entry)?
-        }
-        _ => {}
+    let spec = route.spec();
+    let f = gpu.kernel(&spec)?;
+    if let Some(bytes) = staged_smem(route.tile) {
+        gpu.grant_shared_memory(f.function(), bytes, &spec.entry)?;
     }
     let (q, s) = a.w.planes(gpu);
     let (q2, s2) = up.planes(gpu);
@@ -506,10 +511,7 @@ pub fn launch(
                         1,
                     ),
                     block_dim: (wm * wn * 32, 1, 1),
-                    shared_mem_bytes: match route.tile {
-                        LinearTile::Pipe { .. } => pipe_smem(bm, bn) as u32,
-                        _ => 0,
-                    },
+                    shared_mem_bytes: staged_smem(route.tile).unwrap_or(0) as u32,
                 }
             }
             LinearTile::Wgmma { bm, bn, wgs } => LaunchConfig {
@@ -519,7 +521,7 @@ pub fn launch(
                     1,
                 ),
                 block_dim: (wgs * 128, 1, 1),
-                shared_mem_bytes: wgmma_smem(bm, bn) as u32,
+                shared_mem_bytes: staged_smem(route.tile).unwrap_or(0) as u32,
             },
             LinearTile::Mmv { kw, .. } => LaunchConfig {
                 grid_dim: (n.div_ceil(16) as u32, 1, 1),
@@ -573,7 +575,7 @@ pub fn launch(
         // warpgroup kernel's with X's tensor map, T = `cols` rows from `xc`); sizes
         // are asserted above and the kernels guard rows and columns past N and T.
         unsafe { b.launch(cfg) }
-            .map_err(|e| GpuError::driver(format!("launching {}", route.spec().entry), e))?;
+            .map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))?;
         col += cols;
     }
     Ok(())
@@ -766,7 +768,7 @@ pub fn qualify(
             }
             LinearTile::Mma { bm: 32, .. } => vec![9, 16, 17, 24, 32],
             LinearTile::Mma { .. } | LinearTile::Pipe { .. } => vec![33, 64, 100, 256],
-            // Several T tiles, a partial last one, and 40 K steps (the stages' ring).
+            // Several T tiles and a partial last one (300 = 256 + 44).
             LinearTile::Wgmma { .. } => vec![33, 64, 100, 256, 300],
             LinearTile::Mmv { nt, .. } => match nt {
                 1 => (1..=8).collect(),
