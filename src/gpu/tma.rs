@@ -21,8 +21,64 @@ pub fn bf16_2d_swizzle128(
     (box_rows, box_cols): (u32, u32),
 ) -> Result<TensorMap, GpuError> {
     assert!(
-        box_cols as usize * 2 <= 128 && box_rows <= 256,
-        "a swizzled TMA box is at most 128 bytes wide and 256 rows"
+        box_cols as usize * 2 <= 128,
+        "a swizzled TMA box is at most 128 bytes wide"
+    );
+    encode_2d(
+        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        ptr,
+        (rows, cols),
+        row_bytes,
+        (box_rows, box_cols),
+        sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    )
+}
+
+/// The map of a byte matrix `[rows, cols]` at `ptr` (a weight plane: rows `row_bytes`
+/// apart), copied in boxes of `box_rows x box_cols` bytes, in the 128-byte swizzle where
+/// `swizzle128` holds (`box_cols` at most 128) and as stored otherwise (`box_cols` a
+/// multiple of 16). Bytes past the matrix are filled with zeros.
+pub fn u8_2d(
+    ptr: u64,
+    (rows, cols): (usize, usize),
+    row_bytes: usize,
+    (box_rows, box_cols): (u32, u32),
+    swizzle128: bool,
+) -> Result<TensorMap, GpuError> {
+    let swizzle = if swizzle128 {
+        assert!(
+            box_cols <= 128,
+            "a swizzled TMA box is at most 128 bytes wide"
+        );
+        sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
+    } else {
+        assert!(
+            box_cols.is_multiple_of(16),
+            "a TMA box row is whole 16 bytes"
+        );
+        sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
+    };
+    encode_2d(
+        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        ptr,
+        (rows, cols),
+        row_bytes,
+        (box_rows, box_cols),
+        swizzle,
+    )
+}
+
+fn encode_2d(
+    dtype: sys::CUtensorMapDataType,
+    ptr: u64,
+    (rows, cols): (usize, usize),
+    row_bytes: usize,
+    (box_rows, box_cols): (u32, u32),
+    swizzle: sys::CUtensorMapSwizzle,
+) -> Result<TensorMap, GpuError> {
+    assert!(
+        box_rows <= 256 && box_cols <= 256,
+        "a TMA box is at most 256 a side"
     );
     assert!(
         ptr.is_multiple_of(16) && row_bytes.is_multiple_of(16),
@@ -38,7 +94,7 @@ pub fn bf16_2d_swizzle128(
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
-            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            dtype,
             2,
             ptr as *mut std::ffi::c_void,
             dims.as_ptr(),
@@ -46,7 +102,7 @@ pub fn bf16_2d_swizzle128(
             boxes.as_ptr(),
             elem_strides.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle,
             sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
