@@ -68,6 +68,35 @@ pub fn u8_2d(
     )
 }
 
+/// The map of a byte plane of `rows` rows of `row_len` used bytes (`row_bytes` apart) seen
+/// as 128-byte pieces, `[row_len / 128 pieces][rows][128 bytes]`: a box of `box_rows` rows x
+/// `box_pieces` pieces (at coordinates (0, row, piece)) lands piece by piece, each piece's
+/// rows in the 128-byte swizzle, so one copy takes a run of K for a group of rows.
+pub fn u8_row_pieces(
+    ptr: u64,
+    rows: usize,
+    row_len: usize,
+    row_bytes: usize,
+    (box_rows, box_pieces): (u32, u32),
+) -> Result<TensorMap, GpuError> {
+    assert!(row_len.is_multiple_of(128), "whole 128-byte pieces");
+    assert!(
+        ptr.is_multiple_of(16) && row_bytes.is_multiple_of(16),
+        "TMA needs 16-byte aligned rows"
+    );
+    let dims = [128u64, rows as u64, (row_len / 128) as u64];
+    let strides = [row_bytes as u64, 128];
+    let boxes = [128u32, box_rows, box_pieces];
+    encode(
+        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        ptr,
+        &dims,
+        &strides,
+        &boxes,
+        sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    )
+}
+
 fn encode_2d(
     dtype: sys::CUtensorMapDataType,
     ptr: u64,
@@ -77,25 +106,39 @@ fn encode_2d(
     swizzle: sys::CUtensorMapSwizzle,
 ) -> Result<TensorMap, GpuError> {
     assert!(
-        box_rows <= 256 && box_cols <= 256,
-        "a TMA box is at most 256 a side"
-    );
-    assert!(
         ptr.is_multiple_of(16) && row_bytes.is_multiple_of(16),
         "TMA needs 16-byte aligned rows"
     );
     let dims = [cols as u64, rows as u64];
     let strides = [row_bytes as u64];
     let boxes = [box_cols, box_rows];
-    let elem_strides = [1u32, 1];
+    encode(dtype, ptr, &dims, &strides, &boxes, swizzle)
+}
+
+/// A tiled map of rank `dims.len()` (innermost first; `strides` in bytes for the outer
+/// dimensions), every element stride 1, zeros past the tensor.
+fn encode(
+    dtype: sys::CUtensorMapDataType,
+    ptr: u64,
+    dims: &[u64],
+    strides: &[u64],
+    boxes: &[u32],
+    swizzle: sys::CUtensorMapSwizzle,
+) -> Result<TensorMap, GpuError> {
+    assert!(dims.len() == boxes.len() && strides.len() + 1 == dims.len());
+    assert!(
+        boxes.iter().all(|&b| b <= 256),
+        "a TMA box is at most 256 a side"
+    );
+    let elem_strides = vec![1u32; dims.len()];
     // SAFETY: all-zero bits are a valid (unencoded) map; the driver fills it below.
     let mut map: TensorMap = unsafe { std::mem::zeroed() };
-    // SAFETY: the arrays hold rank (2) entries (strides rank - 1), live across the call.
+    // SAFETY: the arrays hold rank entries (strides rank - 1), live across the call.
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             dtype,
-            2,
+            dims.len() as u32,
             ptr as *mut std::ffi::c_void,
             dims.as_ptr(),
             strides.as_ptr(),

@@ -6,7 +6,7 @@
 //! weight and lane, about as fast as DRAM delivers, so every launch's ramp and drain add
 //! to its time (bench/kernels v10, v22); the register mma kernel at T = 8 waits on its own
 //! loads (v59). Here a producer warp moves whole 8-row tiles with one TMA instruction
-//! each into a ring of up to 12 stages, issuing them before the PDL wait so that a launch's
+//! each into a ring of up to 6 stages, issuing them before the PDL wait so that a launch's
 //! first weights stream in while the kernel ahead of it drains, and the consumers spend
 //! ~1.8 instructions a weight and lane on the nibble-to-bf16 conversion and the mmas. The
 //! weights enter the mma exactly (136 + q as bf16, the 136 taken back by each group's
@@ -29,10 +29,10 @@ use crate::qualify::{Outcome, ALLOW_BF16};
 
 /// Column tiles instantiated (a launch of T columns runs the smallest tile that holds it).
 pub const TC_TT: [u32; 4] = [1, 2, 4, 8];
-/// K per stage: the scale rows the TMA copies must be whole 16 bytes (8 f16 groups).
-pub const STAGE_K: usize = 512;
-/// Bytes of one ring stage: 8 tiles x (two 1 KB quant boxes + a 128-byte scale box).
-const STAGE_BYTES: usize = 8 * (2 * 1024 + 128);
+/// K per stage: 16 groups, one a consumer warp.
+pub const STAGE_K: usize = 1024;
+/// Bytes of one ring stage: 8 tiles x (a 4 KB quant box + a 256-byte scale box).
+const STAGE_BYTES: usize = 8 * (4096 + 256);
 /// Warps a block: 16 consumers and the producer.
 const THREADS: u32 = 17 * 32;
 /// The ring's depth at most (the mbarrier arrays' length in the template) and at least.
@@ -95,7 +95,8 @@ fn fixed_smem(tt: usize, k: usize) -> usize {
 }
 
 /// Ring stages for `tt` columns of K: as many as the shared memory holds, up to 12; 0
-/// where fewer than 3 fit.
+/// where fewer than 3 fit (~100 KB in flight, what one SM's share of the copy rate needs
+/// over DRAM's latency with room to spare).
 pub fn slots(tt: usize, k: usize) -> usize {
     let free = SMEM_LIMIT.saturating_sub(fixed_smem(tt, k));
     let s = (free / STAGE_BYTES).min(MAX_SLOTS);
@@ -107,7 +108,7 @@ pub fn slots(tt: usize, k: usize) -> usize {
 }
 
 /// Whether the kernel takes a `[n, k]` weight in `format` at `t` columns: q4_g64, K a
-/// multiple of 512, at most 8 columns, and a ring of at least three stages beside the
+/// multiple of 1024, at most 8 columns, and a ring of at least three stages beside the
 /// staged activations.
 pub fn supports(format: &Format, n: usize, k: usize, t: usize) -> bool {
     format.name == "q4_g64"
@@ -155,8 +156,10 @@ pub fn launch(
     let smem = slots * STAGE_BYTES + fixed_smem(tt, k);
     gpu.grant_shared_memory(f.function(), smem, &spec.entry)?;
     let (q, s) = w.planes(gpu);
-    let qmap = crate::gpu::tma::u8_2d(q, (n, k / 2), w.layout.q_row_bytes, (8, 128), true)?;
-    let smap = crate::gpu::tma::u8_2d(s, (n, k / 32), w.layout.s_row_bytes, (8, 16), false)?;
+    let qmap = crate::gpu::tma::u8_row_pieces(q, n, k / 2, w.layout.q_row_bytes, (8, 4))?;
+    // The boxes are the template's BOX_Q (4 pieces x 8 rows x 128 bytes) and BOX_S (8 rows x
+    // 32 bytes): its mbarriers expect exactly those bytes a tile, or a stage never completes.
+    let smap = crate::gpu::tma::u8_2d(s, (n, k / 32), w.layout.s_row_bytes, (8, 32), false)?;
     let tiles = n.div_ceil(8);
     let grid = tiles.min(gpu.props().sm_count as usize) as u32;
     let cfg = LaunchConfig {
@@ -193,7 +196,7 @@ fn cases(route: &TcRoute) -> Vec<(usize, usize, usize)> {
         (odd, 5120, 6144),
         (tt, 10240, 5120),
         (odd, 1001, 2048),
-        (tt, 36, 512),
+        (tt, 36, 1024),
         (tt, 4101, 1024),
     ];
     if route.epilogue == Epilogue::None {
@@ -329,12 +332,12 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
 mod tests {
     use super::*;
 
-    /// The ring's depth: 12 stages at one column of the 27B's K, fewer where the staged
+    /// The ring's depth: 6 stages at one column of the 27B's K, fewer where the staged
     /// activations take the room, none where fewer than three fit.
     #[test]
     fn slots_follow_the_staged_activations() {
-        assert_eq!(slots(1, 5120), 12);
-        assert_eq!(slots(8, 5120), 7);
+        assert_eq!(slots(1, 5120), 6);
+        assert_eq!(slots(8, 5120), 3);
         assert!(slots(2, 17408) >= MIN_SLOTS);
         assert_eq!(slots(8, 17408), 0);
         for tt in TC_TT {
@@ -342,7 +345,14 @@ mod tests {
             assert!(s * STAGE_BYTES + fixed_smem(tt as usize, 5120) <= SMEM_LIMIT);
         }
         assert!(supports(q4(), 17408, 5120, 8));
-        assert!(!supports(q4(), 1536, 576, 1), "K must be a multiple of 512");
+        assert!(
+            !supports(q4(), 1536, 576, 1),
+            "K must be a multiple of 1024"
+        );
+        assert!(
+            !supports(q4(), 1536, 1536, 1),
+            "K must be a multiple of 1024"
+        );
         assert!(!supports(q4(), 17408, 5120, 9));
         let q8 = crate::formats::format("q8_g32").unwrap();
         assert!(!supports(q8, 17408, 5120, 1));
@@ -371,7 +381,7 @@ mod tests {
             )
             .unwrap_or_else(|e| panic!("{}: PTX: {e:?}", spec.entry))
             .to_src();
-            assert!(ptx.contains("cp.async.bulk.tensor.2d"), "{}", spec.entry);
+            assert!(ptx.contains("cp.async.bulk.tensor.3d"), "{}", spec.entry);
             assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{}", spec.entry);
             assert!(!ptx.contains(".local"), "{} spills", spec.entry);
         }

@@ -13,11 +13,13 @@
 
   Work: the N / 8 tiles of 8 rows are split evenly over the grid (one block an SM, each a
   run of consecutive tiles), a block's run in chunks of at most 8 tiles, a chunk in stages
-  of 512 k. A stage holds per tile two 8-row x 128-byte boxes of quants (k 0..255 and
-  256..511 of the stage, in the 128-byte swizzle: 16-byte piece p of row r at p ^ r) and
-  one 8-row x 16-byte box of scales (8 groups), so that a stage of 8 tiles is 17 KB; the
-  ring holds `slots` stages (host-sized to the shared memory left), each with a full and
-  an empty mbarrier.
+  of 1024 k (16 groups). A stage holds per tile one box of quants, 4 pieces of 128 bytes
+  (256 k) x 8 rows, taken through a 3-D view of the quant plane ([pieces][rows][128 bytes]
+  in shared memory, in the 128-byte swizzle: 16-byte chunk c of a row at c ^ row), and one
+  8-row x 32-byte box of scales: 4.25 KB a tile, two TMA instructions (v73 run 2: with
+  three for 2.1 KB the producer's issue, serial over its lanes, held the stream to 1.6
+  TB/s). The ring holds `slots` stages (host-sized to the shared memory left), each with a
+  full and an empty mbarrier.
 
   mma.m16n8k16 with the weights as B (n = 8 rows of a tile) and bf16(x) as A (m = tokens;
   rows 8..15 zero): lane (g, t) holds row g's words t and t + 4 of a group (8 nibbles
@@ -27,15 +29,16 @@
   the group's four mmas, whose k-slots map to those k's (x is staged in that order, 16
   bytes a word: (x0, x4), (x1, x5), (x2, x6), (x3, x7)). The 136 is taken back by starting
   each group's sums at -136 * sum(bf16(x)) of the group; the scale multiplies the group's
-  sum into the accumulator. Warp w of the 16 consumers takes group w % 8 of every stage
-  for tiles w / 8, w / 8 + 2, ...; at a chunk's end the 8 warps' sums of a tile are added
-  in group order in shared memory (deterministic) and stored.
+  sum into the accumulator. Warp w of the 16 consumers takes group w of every stage for
+  every tile of the chunk (its x fragments loaded once for all); at a chunk's end the 16
+  warps' sums of a tile are added in a fixed order in shared memory and stored.
 
-  Params: tt (1, 2, 4 or 8), epilogue ("none" | "residual"). Needs K % 512 == 0 (16-byte
-  scale rows for TMA). Dynamic shared memory: slots * STAGE_BYTES + 1024 (alignment) +
+  Params: tt (1, 2, 4 or 8), epilogue ("none" | "residual"). Needs K % 1024 == 0 (whole
+  stages). Dynamic shared memory: slots * STAGE_BYTES + 1024 (alignment) +
   TT * (2K + 64) (staged x) + TT * K / 64 * 4 (group sums) + TT * 2048 (the chunk sums).
-  The last two parameters are the quant and scale planes' TMA maps (u8, boxes 128 x 8 in
-  the 128-byte swizzle and 16 x 8).
+  The last two parameters are the quant and scale planes' TMA maps (u8; the quants as
+  [K / 256 pieces][N rows][128 bytes], boxes 128 x 8 x 4 in the 128-byte swizzle; the
+  scales [N][K / 32], boxes 32 x 8).
 #}
 {% include "common/types.cuh" %}
 {% include "common/pdl.cuh" %}
@@ -43,12 +46,12 @@
 #define TT {{ tt }}
 #define CONSUMERS 16                           // consumer warps
 #define THREADS ((CONSUMERS + 1) * 32)         // and one producer warp
-#define STAGE_K 512
+#define STAGE_K 1024                           // 16 groups: one a consumer warp
 #define MAX_TILES 8                            // tiles a chunk
-#define BOX_Q 1024                             // 8 rows x 128 bytes of quants
-#define BOX_S 128                              // 8 rows x 16 bytes of scales
-#define HALF_BYTES (MAX_TILES * BOX_Q)
-#define STAGE_BYTES (MAX_TILES * (2 * BOX_Q + BOX_S))
+#define BOX_Q 4096                             // 4 pieces x 8 rows x 128 bytes of quants
+#define BOX_S 256                              // 8 rows x 32 bytes of scales
+#define SCALES_AT (MAX_TILES * BOX_Q)
+#define STAGE_BYTES (MAX_TILES * (BOX_Q + BOX_S))
 #define XS_PAD 64                              // bytes between tokens' staged x (banks)
 #define BIAS 136.0f
 #define RESIDUAL {{ epilogue == "residual" }}
@@ -82,11 +85,17 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
         "@!done bra WAIT;\n"
         "}\n" ::"r"(bar), "r"(parity) : "memory");
 }
-// The box at (x bytes, y rows) of `map` into `dst`, completing on `bar`.
+// The box at (x bytes, y rows) of a 2-D `map` into `dst`, completing on `bar`.
 __device__ __forceinline__ void tma_box(u32 dst, const TmaMap& map, int x, int y, u32 bar) {
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %2, %3 }], [%4];"
         ::"r"(dst), "l"((u64)&map), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+// The box at (0, y rows, z pieces) of the 3-D quant map (pieces of 128 bytes) into `dst`.
+__device__ __forceinline__ void tma_box3(u32 dst, const TmaMap& map, int y, int z, u32 bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %2, %3, %4 }], [%5];"
+        ::"r"(dst), "l"((u64)&map), "r"(0), "r"(y), "r"(z), "r"(bar) : "memory");
 }
 // The consumers' own barrier (the producer warp never joins it).
 __device__ __forceinline__ void consumers_sync() {
@@ -124,7 +133,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const int xs_stride = 2 * K + XS_PAD;           // bytes a token of staged x
     u8* const xs = after_ring;                      // [TT][K / 8] x 16 bytes
     float* const gsum = (float*)(xs + TT * xs_stride);  // [TT][K / 64]: -136 sum(bf16(x))
-    float* const red = gsum + TT * (K / 64);        // [8 groups][8 tiles][TT][8 rows]
+    float* const red = gsum + TT * (K / 64);        // [8 slots][8 tiles][TT][8 rows]
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     auto full_bar = [&](int s) { return (u32)__cvta_generic_to_shared(&full[s]); };
     auto empty_bar = [&](int s) { return (u32)__cvta_generic_to_shared(&empty[s]); };
@@ -136,9 +145,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const int run = t1 - t0;
     const int chunks = (run + MAX_TILES - 1) / MAX_TILES;
     const int kstages = K / STAGE_K;
-    const int stages = chunks * kstages;
-    // Chunk c: tiles [first(c), first(c + 1)) of the block's, balanced.
-    auto first = [&](int c) { return t0 + (int)((long long)c * run / (chunks > 0 ? chunks : 1)); };
+    // Chunk c: tiles [first(c), first(c + 1)) of the block's, balanced (run * chunks is
+    // far below 2^31: 32-bit division, once a chunk).
+    auto first = [&](int c) { return t0 + c * run / (chunks > 0 ? chunks : 1); };
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < slots; ++s) {
@@ -152,19 +161,24 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (warp == CONSUMERS) {
         // Producer: every stage of the run, slots as they free; the weights are never
         // written by a kernel, so the copies go out before the PDL wait.
-        for (int st = 0; st < stages; ++st) {
-            const int c = st / kstages, kc = st - c * kstages;
+        // The slot and its use count (the empty barrier's phase) advance by counting.
+        int slot = 0, use = 0;
+        for (int c = 0; c < chunks; ++c) {
             const int tile0 = first(c), ct = first(c + 1) - tile0;
-            const int slot = st % slots;
-            if (st >= slots) mbar_wait(empty_bar(slot), ((st / slots) + 1) & 1);
-            if (lane == 0) mbar_expect(full_bar(slot), ct * (2 * BOX_Q + BOX_S));
-            __syncwarp();
-            if (lane < ct) {
-                const u32 dst = ring + slot * STAGE_BYTES;
-                const int row = (tile0 + lane) * 8;
-                tma_box(dst + lane * BOX_Q, qmap, kc * (STAGE_K / 2), row, full_bar(slot));
-                tma_box(dst + HALF_BYTES + lane * BOX_Q, qmap, kc * (STAGE_K / 2) + 128, row, full_bar(slot));
-                tma_box(dst + 2 * HALF_BYTES + lane * BOX_S, smap, kc * 16, row, full_bar(slot));
+            const int row = (tile0 + lane) * 8;
+            for (int kc = 0; kc < kstages; ++kc) {
+                if (use > 0) mbar_wait(empty_bar(slot), (use - 1) & 1);
+                if (lane == 0) mbar_expect(full_bar(slot), ct * (BOX_Q + BOX_S));
+                __syncwarp();
+                if (lane < ct) {
+                    const u32 dst = ring + slot * STAGE_BYTES;
+                    tma_box3(dst + lane * BOX_Q, qmap, row, kc * 4, full_bar(slot));
+                    tma_box(dst + SCALES_AT + lane * BOX_S, smap, kc * 32, row, full_bar(slot));
+                }
+                if (++slot == slots) {
+                    slot = 0;
+                    ++use;
+                }
             }
         }
         NINFER_PDL_WAIT();
@@ -221,85 +235,98 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     consumers_sync();
 
     const int g = lane >> 2, t = lane & 3;
-    const int grp = warp & 7;               // this warp's group of every stage
-    const int half = grp >> 2, gj = grp & 3;
+    const int grp = warp;                   // this warp's group of every stage
+    const int gj = grp & 3;                 // its place in its 128-byte piece (grp / 4)
     const bool has_x = g < TT;              // lanes whose A rows are tokens that exist
-    // Byte offsets in a quant box of this lane's two words of row g (pieces 2 gj, 2 gj + 1).
-    const u32 wq0 = g * 128 + ((((2 * gj) ^ g) << 4) | (t << 2));
-    const u32 wq1 = g * 128 + ((((2 * gj + 1) ^ g) << 4) | (t << 2));
-    const u32 sq0 = (2 * t) * 16 + grp * 2;  // scales of rows 2t and 2t + 1 in a scale box
+    // Byte offsets in a tile's quant box ([piece][row][128 bytes], 16-byte chunk c of a row
+    // at c ^ row) of this lane's two words of row g: words t and t + 4 of the group.
+    const u32 wq0 = ((grp >> 2) * 8 + g) * 128 + ((((2 * gj) ^ g) << 4) | (t << 2));
+    const u32 wq1 = ((grp >> 2) * 8 + g) * 128 + ((((2 * gj + 1) ^ g) << 4) | (t << 2));
+    const u32 sq0 = (2 * t) * 32 + grp * 2;  // scales of rows 2t and 2t + 1 in a scale box
 
-    float acc[4][2];
-    for (int st = 0; st < stages; ++st) {
-        const int c = st / kstages, kc = st - c * kstages;
+    float acc[MAX_TILES][2];
+    int slot = 0, use = 0;  // the stage's slot and its use count (the full barrier's phase)
+    for (int c = 0; c < chunks; ++c) {
         const int tile0 = first(c), ct = first(c + 1) - tile0;
-        const int slot = st % slots;
-        if (kc == 0) {
 #pragma unroll
-            for (int m = 0; m < 4; ++m) acc[m][0] = acc[m][1] = 0.0f;
-        }
-        // This warp's x fragments and bias for the stage's group.
-        const int gw = (kc * STAGE_K) / 8 + grp * 8;  // the group's first word
-        uint4 xa = make_uint4(0, 0, 0, 0), xb = make_uint4(0, 0, 0, 0);
-        float bias = 0.0f;
-        if (has_x) {
-            xa = *(const uint4*)(xs + g * xs_stride + (gw + t) * 16);
-            xb = *(const uint4*)(xs + g * xs_stride + (gw + t + 4) * 16);
-            bias = gsum[g * (K / 64) + gw / 8];
-        }
-        mbar_wait(full_bar(slot), (st / slots) & 1);
-        const u8* const stage = (const u8*)smem4 + (ring - raw_base) + slot * STAGE_BYTES;
+        for (int m = 0; m < MAX_TILES; ++m) acc[m][0] = acc[m][1] = 0.0f;
+        for (int kc = 0; kc < kstages; ++kc) {
+            // This warp's x fragments and bias for the stage's group.
+            const int gw = (kc * STAGE_K) / 8 + grp * 8;  // the group's first word
+            uint4 xa = make_uint4(0, 0, 0, 0), xb = make_uint4(0, 0, 0, 0);
+            float bias = 0.0f;
+            if (has_x) {
+                xa = *(const uint4*)(xs + g * xs_stride + (gw + t) * 16);
+                xb = *(const uint4*)(xs + g * xs_stride + (gw + t + 4) * 16);
+                bias = gsum[g * (K / 64) + gw / 8];
+            }
+            mbar_wait(full_bar(slot), use & 1);
+            const u8* const stage = (const u8*)smem4 + (ring - raw_base) + slot * STAGE_BYTES;
 #pragma unroll
-        for (int m = 0; m < 4; ++m) {
-            const int tile = (warp >> 3) + 2 * m;
-            if (tile < ct) {
-                const u8* box = stage + half * HALF_BYTES + tile * BOX_Q;
-                const u32 w0 = *(const u32*)(box + wq0);
-                const u32 w1 = *(const u32*)(box + wq1);
-                const u8* sb = stage + 2 * HALF_BYTES + tile * BOX_S;
-                const float s0 = f16_to_f32(*(const f16_t*)(sb + sq0));
-                const float s1 = f16_to_f32(*(const f16_t*)(sb + sq0 + 16));
-                float d[4] = {bias, bias, 0.0f, 0.0f};
-                mma_bf16(d, xa.x, xa.y, pair(w0, 0), pair(w0, 1));
-                mma_bf16(d, xa.z, xa.w, pair(w0, 2), pair(w0, 3));
-                mma_bf16(d, xb.x, xb.y, pair(w1, 0), pair(w1, 1));
-                mma_bf16(d, xb.z, xb.w, pair(w1, 2), pair(w1, 3));
-                acc[m][0] = fmaf(s0, d[0], acc[m][0]);
-                acc[m][1] = fmaf(s1, d[1], acc[m][1]);
+            for (int m = 0; m < MAX_TILES; ++m) {
+                if (m < ct) {
+                    const u8* box = stage + m * BOX_Q;
+                    const u32 w0 = *(const u32*)(box + wq0);
+                    const u32 w1 = *(const u32*)(box + wq1);
+                    const u8* sb = stage + SCALES_AT + m * BOX_S;
+                    const float s0 = f16_to_f32(*(const f16_t*)(sb + sq0));
+                    const float s1 = f16_to_f32(*(const f16_t*)(sb + sq0 + 32));
+                    float d[4] = {bias, bias, 0.0f, 0.0f};
+                    mma_bf16(d, xa.x, xa.y, pair(w0, 0), pair(w0, 1));
+                    mma_bf16(d, xa.z, xa.w, pair(w0, 2), pair(w0, 3));
+                    mma_bf16(d, xb.x, xb.y, pair(w1, 0), pair(w1, 1));
+                    mma_bf16(d, xb.z, xb.w, pair(w1, 2), pair(w1, 3));
+                    acc[m][0] = fmaf(s0, d[0], acc[m][0]);
+                    acc[m][1] = fmaf(s1, d[1], acc[m][1]);
+                }
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_bar(slot));
+            if (++slot == slots) {
+                slot = 0;
+                ++use;
             }
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_bar(slot));
-
-        if (kc == kstages - 1) {
-            // The chunk's sums: each warp's, then the 8 groups' added in order.
+        // The chunk's sums, added in a fixed order: warps 8..15 store theirs, warps 0..7
+        // add theirs to them (group q and q + 8 into slot q), then the 8 slots in order.
+        if (warp >= 8 && has_x) {
 #pragma unroll
-            for (int m = 0; m < 4; ++m) {
-                const int tile = (warp >> 3) + 2 * m;
-                if (tile < ct && has_x) {
-                    float* r = red + ((grp * MAX_TILES + tile) * TT + g) * 8 + 2 * t;
+            for (int m = 0; m < MAX_TILES; ++m) {
+                if (m < ct) {
+                    float* r = red + (((warp - 8) * MAX_TILES + m) * TT + g) * 8 + 2 * t;
                     r[0] = acc[m][0];
                     r[1] = acc[m][1];
                 }
             }
-            consumers_sync();
-            for (int o = threadIdx.x; o < ct * 8 * TT; o += CONSUMERS * 32) {
-                const int tok = o / (ct * 8), rr = o - tok * (ct * 8);
-                const int row = tile0 * 8 + rr;
-                if (tok < T && row < N) {
-                    const int tile = rr >> 3, ri = rr & 7;
-                    float sum = 0.0f;
+        }
+        consumers_sync();
+        if (warp < 8 && has_x) {
 #pragma unroll
-                    for (int q = 0; q < 8; ++q) sum += red[((q * MAX_TILES + tile) * TT + tok) * 8 + ri];
-                    const long long at = (long long)tok * N + row;
-#if RESIDUAL
-                    sum += residual[at];
-#endif
-                    y[at] = sum;
+            for (int m = 0; m < MAX_TILES; ++m) {
+                if (m < ct) {
+                    float* r = red + ((warp * MAX_TILES + m) * TT + g) * 8 + 2 * t;
+                    r[0] = acc[m][0] + r[0];
+                    r[1] = acc[m][1] + r[1];
                 }
             }
-            consumers_sync();
         }
+        consumers_sync();
+        for (int o = threadIdx.x; o < ct * 8 * TT; o += CONSUMERS * 32) {
+            const int tok = o / (ct * 8), rr = o - tok * (ct * 8);
+            const int row = tile0 * 8 + rr;
+            if (tok < T && row < N) {
+                const int tile = rr >> 3, ri = rr & 7;
+                float sum = 0.0f;
+#pragma unroll
+                for (int q = 0; q < 8; ++q) sum += red[((q * MAX_TILES + tile) * TT + tok) * 8 + ri];
+                const long long at = (long long)tok * N + row;
+#if RESIDUAL
+                sum += residual[at];
+#endif
+                y[at] = sum;
+            }
+        }
+        consumers_sync();
     }
 #endif
 }
