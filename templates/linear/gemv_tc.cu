@@ -101,16 +101,22 @@ __device__ __forceinline__ void tma_box3(u32 dst, const TmaMap& map, int y, int 
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(CONSUMERS * 32) : "memory");
 }
-__device__ __forceinline__ void mma_bf16(float (&d)[4], u32 a0, u32 a2, u32 b0, u32 b1) {
+// d += a * b; `a` a whole A fragment (rows 8..15 zero), built once a stage so that the
+// tiles' mmas take it as it is (v73 run 4: built per mma, the moves were a quarter of the
+// kernel's instructions).
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{ %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %0, %1, %2, %3 };"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-// Nibble pair i of a word as two bf16 136 + q: (k_i, k_{i+4}).
-__device__ __forceinline__ u32 pair(u32 w, int i) {
-    return ((w >> (4 * i)) & 0x000F000Fu) ^ 0x43084308u;
+// Nibble pair i of a word as two bf16 136 + q: (k_i, k_{i+4}); the mask and the flip in one
+// LOP3 ((v & m) ^ c, both constants in registers: with immediates it takes two).
+__device__ __forceinline__ u32 pair(u32 w, int i, u32 m, u32 c) {
+    u32 r;
+    asm("lop3.b32 %0, %1, %2, %3, 0x6a;" : "=r"(r) : "r"(w >> (4 * i)), "r"(m), "r"(c));
+    return r;
 }
 #endif  // NINFER_TMA
 
@@ -245,6 +251,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const u32 sq0 = (2 * t) * 32 + grp * 2;  // scales of rows 2t and 2t + 1 in a scale box
 
     float acc[MAX_TILES][2];
+    u32 mask = 0x000F000Fu, flip = 0x43084308u;
+    // Registers, not immediates (see pair).
+    asm volatile("" : "+r"(mask), "+r"(flip));
     int slot = 0, use = 0;  // the stage's slot and its use count (the full barrier's phase)
     for (int c = 0; c < chunks; ++c) {
         const int tile0 = first(c), ct = first(c + 1) - tile0;
@@ -260,6 +269,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                 xb = *(const uint4*)(xs + g * xs_stride + (gw + t + 4) * 16);
                 bias = gsum[g * (K / 64) + gw / 8];
             }
+            // The group's four A fragments (k-slots in the order pair() makes the weights').
+            const u32 a0[4] = {xa.x, 0u, xa.y, 0u}, a1[4] = {xa.z, 0u, xa.w, 0u};
+            const u32 a2[4] = {xb.x, 0u, xb.y, 0u}, a3[4] = {xb.z, 0u, xb.w, 0u};
             mbar_wait(full_bar(slot), use & 1);
             const u8* const stage = (const u8*)smem4 + (ring - raw_base) + slot * STAGE_BYTES;
 #pragma unroll
@@ -272,10 +284,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                     const float s0 = f16_to_f32(*(const f16_t*)(sb + sq0));
                     const float s1 = f16_to_f32(*(const f16_t*)(sb + sq0 + 32));
                     float d[4] = {bias, bias, 0.0f, 0.0f};
-                    mma_bf16(d, xa.x, xa.y, pair(w0, 0), pair(w0, 1));
-                    mma_bf16(d, xa.z, xa.w, pair(w0, 2), pair(w0, 3));
-                    mma_bf16(d, xb.x, xb.y, pair(w1, 0), pair(w1, 1));
-                    mma_bf16(d, xb.z, xb.w, pair(w1, 2), pair(w1, 3));
+                    mma_bf16(d, a0, pair(w0, 0, mask, flip), pair(w0, 1, mask, flip));
+                    mma_bf16(d, a1, pair(w0, 2, mask, flip), pair(w0, 3, mask, flip));
+                    mma_bf16(d, a2, pair(w1, 0, mask, flip), pair(w1, 1, mask, flip));
+                    mma_bf16(d, a3, pair(w1, 2, mask, flip), pair(w1, 3, mask, flip));
                     acc[m][0] = fmaf(s0, d[0], acc[m][0]);
                     acc[m][1] = fmaf(s1, d[1], acc[m][1]);
                 }

@@ -22,10 +22,13 @@ elif [ "$PART" = 2 ]; then
   job_init v73 "(TMA tensor-core GEMV)"
   timeout $(left 120) ncu --clock-control none --cache-control none -k regex:linear_tc_q4_g64_plain_t1 -s 40 -c 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats --section InstructionStats --section SourceCounters \
-    $B bench kernels --filter "linear_tc q4_g64 x20 T=1 N=17408" > $O/ncu_t1.txt 2>&1
+    -o $O/rep_t1 $B bench kernels --filter "linear_tc q4_g64 x20 T=1 N=17408" > $O/ncu_t1.txt 2>&1
+  timeout $(left 40) ncu -i $O/rep_t1.ncu-rep --page source --csv --print-source sass > $O/sass_t1.csv 2> $O/sass_t1.err
+  timeout $(left 40) ncu -i $O/rep_t1.ncu-rep --page details >> $O/ncu_t1.txt 2>&1
+  gzip -f $O/sass_t1.csv; rm -f $O/rep_t1.ncu-rep
   echo "rc=$?" >> $O/ncu_t1.txt
   t ncu
   grep -E "Duration|DRAM Throughput|Issued Warp|Eligible Warps|Cycles Per Issued|Executed Instructions  |rc=" $O/ncu_t1.txt | head -12
   sed -n '/Section: Source Counters/,$p' $O/ncu_t1.txt | grep -vE "^ *(-|WRN|OPT|INF)" | cut -c1-150 | head -45
 fi
-cp -r $O/. "$OUT/"
+mkdir -p "$OUT/part$PART" && cp -r $O/. "$OUT/part$PART/"
