@@ -119,11 +119,6 @@ pub fn run_all(gpu: &Gpu, seed: u64, filter: Option<&str>) -> Result<Vec<Outcome
             ops::linear_cublas::qualify(gpu, &mut rng, &matches)
         })?;
     }
-    if wanted(ops::linear_tc::instantiations()) {
-        family("linear_tc", &mut || {
-            ops::linear_tc::qualify(gpu, &mut rng, &matches)
-        })?;
-    }
     if wanted(ops::embedding::instantiations()) {
         family("embedding", &mut || {
             ops::embedding::qualify(gpu, &mut rng, &matches)

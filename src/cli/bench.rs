@@ -198,7 +198,6 @@ fn kernels(args: &KernelBenchArgs) -> Result<(), CliError> {
         &ctx,
         args.filter.as_deref(),
     )?);
-    records.extend(crate::ops::linear_tc::bench(&ctx, args.filter.as_deref())?);
     records.extend(crate::ops::attention::bench(&ctx, args.filter.as_deref())?);
     if let Some(f) = &args.filter {
         // `|` separates alternatives; one may also name the shape ("q4_g64 x20 T=1 N=17408").

@@ -12,7 +12,6 @@ pub fn all() -> Vec<KernelSpec> {
     specs.extend(crate::ops::linear_exact::instantiations());
     specs.extend(crate::ops::linear_sgemm::instantiations());
     specs.extend(crate::ops::linear_cublas::instantiations());
-    specs.extend(crate::ops::linear_tc::instantiations());
     specs.extend(crate::ops::embedding::instantiations());
     specs.extend(crate::ops::gdn::instantiations());
     specs.extend(crate::ops::attention::instantiations());

@@ -10,7 +10,6 @@ pub mod linear_cublas;
 pub mod linear_exact;
 pub mod linear_mma_exact;
 pub mod linear_sgemm;
-pub mod linear_tc;
 pub mod loss;
 pub mod mma_probe;
 pub mod rmsnorm;

@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
-# v73 staging (here, repository root): the working tree's binary into .gpu/v73 (no kernel
-# cache: the device's NVRTC compiles what the job runs).
+# v73 staging (here, repository root): the kernel is not on main (it did not beat the
+# routes it would replace, and a template in the tree changes the template set, which voids
+# the installed tuning profile), so this builds main with `gemv-tc.patch` applied (run 4's
+# kernel) in a scratch worktree and stages that binary into .gpu/v73 (no kernel cache: the
+# device's NVRTC compiles what the job runs). For run 3's or run 5's variant, also apply
+# `whole-chunk-boxes.patch` or `tile-pairs.patch` in the worktree (PATCHES="...").
 set -euo pipefail
-source "$(git rev-parse --show-toplevel)/scripts/gpu/stage-lib.sh"
-stage_init v73
-stage_done
+root=$(git rev-parse --show-toplevel)
+here=$root/bench/kernels/v73
+wt=$(mktemp -d)/ninfer-v73
+git -C "$root" worktree add --detach "$wt" HEAD
+trap 'git -C "$root" worktree remove --force "$wt"' EXIT
+git -C "$wt" apply "$here/gemv-tc.patch"
+for p in ${PATCHES:-}; do git -C "$wt" apply "$here/$p"; done
+(cd "$wt" && CARGO_TARGET_DIR="$root/target" bash -c 'source scripts/gpu/stage-lib.sh && stage_init v73 && stage_done')
+rm -rf "$root/.gpu/v73" && mkdir -p "$root/.gpu" && cp -r "$wt/.gpu/v73" "$root/.gpu/v73"
+du -sh "$root/.gpu/v73"
