@@ -13,6 +13,9 @@ git -C "$root" worktree add --detach "$wt" HEAD
 trap 'git -C "$root" worktree remove --force "$wt"' EXIT
 git -C "$wt" apply "$here/gemv-tc.patch"
 for p in ${PATCHES:-}; do git -C "$wt" apply "$here/$p"; done
-(cd "$wt" && CARGO_TARGET_DIR="$root/target" bash -c 'source scripts/gpu/stage-lib.sh && stage_init v73 && stage_done')
+# The worktree builds into the checkout's target/ (incremental) and finds its NVRTC.
+ln -s "$root/target" "$wt/target"
+[ -d "$root/.nvrtc" ] && ln -s "$root/.nvrtc" "$wt/.nvrtc"
+(cd "$wt" && bash -c 'source scripts/gpu/stage-lib.sh && stage_init v73 && stage_done')
 rm -rf "$root/.gpu/v73" && mkdir -p "$root/.gpu" && cp -r "$wt/.gpu/v73" "$root/.gpu/v73"
 du -sh "$root/.gpu/v73"
