@@ -4,11 +4,13 @@
 # the installed tuning profile), so this builds main with `gemv-tc.patch` applied (run 4's
 # kernel) in a scratch worktree and stages that binary into .gpu/v73 (no kernel cache: the
 # device's NVRTC compiles what the job runs). For run 3's or run 5's variant, also apply
-# `whole-chunk-boxes.patch` or `tile-pairs.patch` in the worktree (PATCHES="...").
+# `whole-chunk-boxes.patch` or `tile-pairs.patch` in the worktree (PATCHES="..." relative
+# to this folder); NAME (default v73) names the staging folder .gpu/NAME.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 here=$root/bench/kernels/v73
-wt=$(mktemp -d)/ninfer-v73
+name=${NAME:-v73}
+wt=$(mktemp -d)/ninfer-$name
 git -C "$root" worktree add --detach "$wt" HEAD
 trap 'git -C "$root" worktree remove --force "$wt"' EXIT
 git -C "$wt" apply "$here/gemv-tc.patch"
@@ -16,6 +18,6 @@ for p in ${PATCHES:-}; do git -C "$wt" apply "$here/$p"; done
 # The worktree builds into the checkout's target/ (incremental) and finds its NVRTC.
 ln -s "$root/target" "$wt/target"
 [ -d "$root/.nvrtc" ] && ln -s "$root/.nvrtc" "$wt/.nvrtc"
-(cd "$wt" && bash -c 'source scripts/gpu/stage-lib.sh && stage_init v73 && stage_done')
-rm -rf "$root/.gpu/v73" && mkdir -p "$root/.gpu" && cp -r "$wt/.gpu/v73" "$root/.gpu/v73"
-du -sh "$root/.gpu/v73"
+(cd "$wt" && bash -c "source scripts/gpu/stage-lib.sh && stage_init $name && stage_done")
+rm -rf "$root/.gpu/$name" && mkdir -p "$root/.gpu" && cp -r "$wt/.gpu/$name" "$root/.gpu/$name"
+du -sh "$root/.gpu/$name"
