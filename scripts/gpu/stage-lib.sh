@@ -12,6 +12,10 @@
 #                           its kernels in $G/kc-SET.txz; the job runs it with
 #                           NINFER_TEMPLATES=$PWD/$G/SET/templates
 #   stage_done              removes the scratch and prints the staged size
+#   stage_perplexity NAME   on its own (no stage_init): ninfer-perplexity of the working tree,
+#                           the wikitext-2 test file and the default model's GGUF (its SHA-256
+#                           in model.sha) in parts sized to the carry limit beside the tracked
+#                           tree (scripts/gpu/model-parts.sh's rule) into .gpu/NAME/p
 # The v25-v40 staging scripts inline the same steps; they stay as they ran.
 stage_init() {
     local root
@@ -49,4 +53,20 @@ stage_patched() {
 stage_done() {
     rm -rf "$STAGE_TMP"
     du -sh "$G"
+}
+stage_perplexity() {
+    local root g m tree
+    root=$(git rev-parse --show-toplevel)
+    cd "$root"
+    g=.gpu/$1
+    rm -rf "$g" && mkdir -p "$g/p"
+    source scripts/nvrtc-env.sh
+    cargo build --release --bin ninfer-perplexity
+    xz -T2 -c target/release/ninfer-perplexity > "$g/ninfer-perplexity.xz"
+    cp ../shared/data/wikitext-2-raw/wiki.test.raw "$g/"
+    m="${NINFER_MODEL:-$HOME/.cache/ninfer/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
+    sha256sum "$m" | cut -c1-64 > "$g/model.sha"
+    tree=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
+    split -b $((64000000 - tree - 1000000)) -d "$m" "$g/p/part"
+    ls -l "$g" "$g/p"
 }
