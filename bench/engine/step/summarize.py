@@ -12,6 +12,11 @@ import gzip
 import sys
 
 
+def num(v):
+    """A metric value; ncu's CSV writes thousands separators ("9,536")."""
+    return float(v.replace(",", ""))
+
+
 def rows(path):
     opener = gzip.open if path.endswith(".gz") else open
     r = list(csv.reader(opener(path, "rt")))
@@ -25,7 +30,7 @@ def main():
     if sys.argv[2] == "--segments":
         starts = [i for i, k in enumerate(ks) if k["Kernel Name"].startswith("embedding")]
         for a, b in zip(starts, starts[1:] + [len(ks)]):
-            print(f"{a},{b - a},{sum(float(k[t]) for k in ks[a:b]):.1f}")
+            print(f"{a},{b - a},{sum(num(k[t]) for k in ks[a:b]):.1f}")
         return
     a, n = int(sys.argv[2]), int(sys.argv[3])
     agg = {}
@@ -33,7 +38,7 @@ def main():
         key = (k["Kernel Name"], k["Grid Size"].replace(" ", ""))
         c = agg.setdefault(key, [0, 0.0])
         c[0] += 1
-        c[1] += float(k[t])
+        c[1] += num(k[t])
     w = csv.writer(sys.stdout)
     w.writerow(["kernel", "grid", "launches", "total_us", "us_per_launch"])
     for (name, grid), (c, s) in sorted(agg.items(), key=lambda x: -x[1][1]):
