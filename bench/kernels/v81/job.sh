@@ -22,21 +22,7 @@ for v in $VARIANTS; do
   t "variant $v"
 done
 grep copy $O/A8.txt
-python3 - "$O" $VARIANTS <<'PY'
-import json, sys
-o, names = sys.argv[1], [v.split(":")[0] for v in sys.argv[2:]]
-rows = {}
-for v in names:
-    try:
-        for line in open(f"{o}/{v}.jsonl"):
-            r = json.loads(line)
-            rows.setdefault(r["shape"], {})[v] = r["median_us"]
-    except FileNotFoundError:
-        pass
-print(f"{'shape':22} " + " ".join(f"{v:>6}" for v in names))
-for s, x in rows.items():
-    print(f"{s:22} " + " ".join(f"{x[v]:6.2f}" if v in x else f"{'-':>6}" for v in names))
-PY
+python3 bench/kernels/v81/table.py $O $VARIANTS
 ls $O/trace_*t.jsonl > /dev/null 2>&1 && python3 bench/kernels/v80/timeline.py $O/trace_A8t.jsonl $O/trace_B10t.jsonl $O/trace_C12t.jsonl | tee $O/timeline.txt
 rm -f $O/trace_A8.jsonl $O/trace_B10.jsonl $O/trace_C12.jsonl $O/trace_*b.jsonl
 gzip $O/trace_*.jsonl

@@ -21,21 +21,7 @@ for v in $VARIANTS; do
   t "variant $v"
 done
 grep copy $O/A6.txt
-python3 - "$O" $VARIANTS <<'PY'
-import json, sys
-o, names = sys.argv[1], [v.split(":")[0] for v in sys.argv[2:]]
-rows = {}
-for v in names:
-    try:
-        for line in open(f"{o}/{v}.jsonl"):
-            r = json.loads(line)
-            rows.setdefault(r["shape"], {})[v] = r["median_us"]
-    except FileNotFoundError:
-        pass
-print(f"{'shape':22} " + " ".join(f"{v:>6}" for v in names))
-for s, x in rows.items():
-    print(f"{s:22} " + " ".join(f"{x[v]:6.2f}" if v in x else f"{'-':>6}" for v in names))
-PY
+python3 bench/kernels/v81/table.py $O $VARIANTS
 python3 bench/kernels/v80/timeline.py $O/trace_A6t.jsonl $O/trace_S3t.jsonl $O/trace_S4t.jsonl $O/trace_W3t.jsonl | tee $O/timeline.txt
 for f in $O/trace_*.jsonl; do case $f in *t.jsonl) gzip $f;; *) rm -f $f;; esac; done
 mkdir -p "$OUT" && tar czf "$OUT/v82-run1.tgz" -C $O .

@@ -24,20 +24,5 @@ for pass in a b; do
   done
 done
 grep copy $O/A6a.txt
-python3 - "$O" $VARIANTS <<'PY'
-import json, sys
-o, names = sys.argv[1], [v.split(":")[0] for v in sys.argv[2:]]
-cols = [n + p for p in "ab" for n in names]
-rows = {}
-for v in cols:
-    try:
-        for line in open(f"{o}/{v}.jsonl"):
-            r = json.loads(line)
-            rows.setdefault(r["shape"], {})[v] = r["median_us"]
-    except FileNotFoundError:
-        pass
-print(f"{'shape':22} " + " ".join(f"{v:>6}" for v in cols))
-for s, x in rows.items():
-    print(f"{s:22} " + " ".join(f"{x[v]:6.2f}" if v in x else f"{'-':>6}" for v in cols))
-PY
+python3 bench/kernels/v81/table.py $O $VARIANTS --passes ab
 mkdir -p "$OUT" && tar czf "$OUT/v83-run1.tgz" -C $O .

@@ -10,21 +10,20 @@ Each kernel is timed alone (ncu serialises them: no PDL overlap, ramps and drain
 full), so the sum is an upper bound on the step, not the step.
 """
 import csv
-import gzip
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from summarize import num, rows  # noqa: E402  (the step folder's CSV reader)
 
 
 def main():
     path, gbps = sys.argv[1], float(sys.argv[2])
-    opener = gzip.open if path.endswith(".gz") else open
-    r = list(csv.reader(opener(path, "rt")))
-    head = r[0]
-    ks = [dict(zip(head, x)) for x in r[2:]]
+    ks = rows(path)
     starts = [i for i, k in enumerate(ks) if k["Kernel Name"].startswith("embedding")]
     a, b = starts[-2], starts[-1]  # the last forward that is followed by another
     agg = {}
     for k in ks[a:b]:
-        num = lambda v: float(v.replace(",", ""))  # ncu writes thousands separators
         us = num(k["gpu__time_duration.sum"]) / 1e3  # ns in base units
         by = num(k["dram__bytes_read.sum"]) + num(k["dram__bytes_write.sum"])
         c = agg.setdefault(k["Kernel Name"], [0, 0.0, 0.0])

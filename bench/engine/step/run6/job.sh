@@ -23,5 +23,5 @@ tar czf $OUT/step6.tgz -C /tmp step6-out
 echo "===== summary"
 cat $O/context.txt
 tail -3 $O/ncu.log
-column -s, -t < $O/step_bytes.csv | head -30
+head -30 $O/step_bytes.csv
 t done
