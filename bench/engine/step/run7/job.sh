@@ -2,7 +2,7 @@
 # Step run 7 (device job, carry [".gpu/step7"], staged by run7/stage.sh): the synthetic
 # Qwen3.6-27B q4_g64 decode step at 8 lanes, kernel by kernel, with each kernel's DRAM
 # bytes: ncu (graph nodes, clock control off) on `bench model` with a 16-token prompt, two
-# warm-up steps and two timed ones, the default (bf16) mode and the installed profile;
+# warm-up steps and two timed ones, the default (exact, f32 activations) mode and the installed profile;
 # then run6/bytes.py on the last whole step. The random weights take ~100 s.
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-420}
