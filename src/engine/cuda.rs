@@ -1334,11 +1334,13 @@ impl CudaBackend {
         y
     }
 
-    /// The gate_up launch of an MLP that writes `silu(gate) * up` itself (the mma register
-    /// kernel's SwiGLU epilogue, `linear_mma_exact::with_swiglu_epilogue`), where the fused
-    /// RMSNorm route is an mma route of the bf16 mode: the exact mode's plans split gate_up's
-    /// K (bench/kernels v62: 2 K-ranges), whose sums must be whole before the silu, so it
-    /// keeps SwiGLU in the down projection's staging. `None`: the unfused pair of launches.
+    /// The gate_up launch of an MLP that writes `silu(gate) * up` itself, where the fused
+    /// RMSNorm route takes the SwiGLU epilogue: a ring route of an even split (one column or
+    /// a few lanes: `linear_exact::ring_with_swiglu_epilogue`, exact, as the slices' sums of
+    /// a block are whole before the silu), or an mma route of the bf16 mode
+    /// (`linear_mma_exact::with_swiglu_epilogue`; the exact mode's plans split gate_up's K,
+    /// bench/kernels v62: 2 K-ranges, whose sums must be whole before the silu, so it keeps
+    /// SwiGLU in the down projection's staging). `None`: the unfused pair of launches.
     fn gate_up_swiglu_route(
         &self,
         x: &CudaAct,
@@ -1346,16 +1348,16 @@ impl CudaBackend {
         conv: NormWeight,
         gate_up: &DeviceWeight,
     ) -> Option<ExactRoute> {
-        if !crate::ops::linear_mma_exact::swiglu_epilogue_enabled()
-            || norm.len() != x.cols
-            || !linear_exact::swiglu_epilogue_takes(gate_up)
-        {
+        if !crate::ops::linear_mma_exact::swiglu_epilogue_enabled() || norm.len() != x.cols {
             return None;
         }
         let (n, k) = (gate_up.layout.n, gate_up.layout.k);
         let route =
             self.fused_route(gate_up, x.rows, Epilogue::None, PrologueKind::RmsNorm(conv))?;
-        if !route.rounds_activations() {
+        if let linear_exact::ExactKernel::Ring(_) = route.kernel {
+            return linear_exact::ring_with_swiglu_epilogue(&route, gate_up);
+        }
+        if !linear_exact::swiglu_epilogue_takes(gate_up) || !route.rounds_activations() {
             return None;
         }
         crate::ops::linear_mma_exact::with_swiglu_epilogue(&route, n, k)

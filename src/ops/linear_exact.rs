@@ -551,11 +551,16 @@ fn parse_blocks_cap(v: &str) -> Option<usize> {
 
 impl ExactRoute {
     /// Whether the route's kernel writes `silu(gate) * up` of a stacked gate_up weight
-    /// (`[2I, K]`, outputs `[T, I]`): the mma register kernel with [`Epilogue::Swiglu`]
-    /// (see `templates/linear/gemv_mma.cu`). No other exact kernel takes that epilogue.
+    /// (`[2I, K]`, outputs `[T, I]`): [`Epilogue::Swiglu`] on the mma register kernel (see
+    /// `templates/linear/gemv_mma.cu`) or on a ring split of an even number of rows (the
+    /// pairs of `templates/linear/gemv_ring.cu`). No other exact kernel takes that epilogue.
     pub fn has_swiglu_epilogue(&self) -> bool {
         self.epilogue == Epilogue::Swiglu
-            && matches!(self.kernel, ExactKernel::Mma(MmaTile { mt: 0, .. }))
+            && match self.kernel {
+                ExactKernel::Mma(MmaTile { mt, .. }) => mt == 0,
+                ExactKernel::Ring(tile) => tile.rows.is_multiple_of(2),
+                _ => false,
+            }
     }
 
     /// Whether the route rounds its activations to bf16 (an mma tile of the bf16 mode):
@@ -571,7 +576,7 @@ impl ExactRoute {
             Epilogue::Swiglu => {
                 assert!(
                     self.has_swiglu_epilogue(),
-                    "only the mma register kernel has the SwiGLU epilogue"
+                    "only the mma register kernel and even ring splits have the SwiGLU epilogue"
                 );
                 "swiglu"
             }
@@ -787,8 +792,48 @@ pub fn all_routes() -> Vec<ExactRoute> {
     v
 }
 
+/// The prologues instantiated with the ring kernel's SwiGLU epilogue (the gate_up
+/// projection's norms; the engine takes them through [`ring_with_swiglu_epilogue`]).
+const RING_SWIGLU_EPILOGUE_PROLOGUES: [PrologueKind; 2] = [
+    PrologueKind::RmsNorm(NormWeight::Plain),
+    PrologueKind::RmsNorm(NormWeight::ZeroCentred),
+];
+
+/// The gate_up projection's form of `route` (a ring route with an RMSNorm prologue and no
+/// epilogue, for a stacked gate_up `w` of `[2I, K]`): the same split with the SwiGLU
+/// epilogue, writing `silu(gate) * up` (`[T, I]`) so that the down projection needs no
+/// SwiGLU prologue. `None` where the split has an odd number of rows or the ring kernel
+/// would not take the shape (it would fall back to the stream kernel, which has no such
+/// epilogue).
+pub fn ring_with_swiglu_epilogue(route: &ExactRoute, w: &DeviceWeight) -> Option<ExactRoute> {
+    let ExactKernel::Ring(tile) = route.kernel else {
+        return None;
+    };
+    let takes = matches!(route.prologue, PrologueKind::RmsNorm(_))
+        && route.epilogue == Epilogue::None
+        && tile.rows.is_multiple_of(2)
+        && ring_swiglu_takes(w);
+    takes.then(|| ExactRoute {
+        epilogue: Epilogue::Swiglu,
+        ..route.clone()
+    })
+}
+
+/// Whether the ring kernel's SwiGLU epilogue takes the stacked gate_up `w`: a ring format,
+/// an even number of rows, whole 1024-weight rounds of K and 16-byte rows (what
+/// `ring_geometry` asks, so the launch never falls back to the stream kernel).
+pub fn ring_swiglu_takes(w: &DeviceWeight) -> bool {
+    ring_supports(w.format)
+        && w.layout.n.is_multiple_of(2)
+        && w.layout.k.is_multiple_of(1024)
+        && w.layout.q_row_bytes.is_multiple_of(16)
+        && w.layout.s_row_bytes.is_multiple_of(16)
+        && w.layout.q_offset.is_multiple_of(16)
+}
+
 /// The ring kernel's routes: every format it takes, every column tile and split, both
-/// epilogues and the fused prologues ([`PrologueKind::FUSED`]).
+/// epilogues and the fused prologues ([`PrologueKind::FUSED`]); on the splits of an even
+/// number of rows also the RMSNorm prologues with the SwiGLU epilogue.
 fn ring_routes() -> Vec<ExactRoute> {
     let mut v = Vec::new();
     for format in crate::formats::registry()
@@ -802,6 +847,9 @@ fn ring_routes() -> Vec<ExactRoute> {
                     (PrologueKind::None, Epilogue::Residual),
                 ];
                 kinds.extend(PrologueKind::FUSED);
+                if tile.rows.is_multiple_of(2) {
+                    kinds.extend(RING_SWIGLU_EPILOGUE_PROLOGUES.map(|p| (p, Epilogue::Swiglu)));
+                }
                 for (prologue, epilogue) in kinds {
                     v.push(ExactRoute {
                         format,
@@ -1084,6 +1132,16 @@ fn ring_geometry_uncached(
     // only ever grows (`Gpu::grant_shared_memory`): geometry cached for another shape must
     // stay launchable.
     let grant = |bytes: usize| gpu.grant_shared_memory(f, bytes, entry);
+    // Rows of the slice sums a block of `grid` keeps: its share of the N rows, or with the
+    // SwiGLU epilogue both rows of its share of the N / 2 pairs.
+    let swiglu = route.epilogue == Epilogue::Swiglu;
+    let rows_of = |grid: usize| {
+        if swiglu {
+            2 * (n / 2).div_ceil(grid)
+        } else {
+            n.div_ceil(grid)
+        }
+    };
     grant(base)?;
     let mut grid = blocks_per_sm(gpu, f, entry, threads, base)? as usize * sms;
     let mut smem = base;
@@ -1097,7 +1155,7 @@ fn ring_geometry_uncached(
         }
         ks = over.ks.unwrap_or_else(|| ring_ks(n, rounds, grid, tile)) as usize;
         let sums = if ks > 1 {
-            n.div_ceil(grid) * ks * tt * 4
+            rows_of(grid) * ks * tt * 4
         } else {
             0
         };
@@ -1105,7 +1163,7 @@ fn ring_geometry_uncached(
             // More blocks (in waves) rather than more rows per block.
             let rows_fit = (optin - base) / (ks * tt * 4);
             grid = n.div_ceil(rows_fit.max(1));
-            smem = base + n.div_ceil(grid) * ks * tt * 4;
+            smem = base + rows_of(grid) * ks * tt * 4;
             break;
         }
         smem = base + sums;
@@ -1172,9 +1230,13 @@ pub(super) fn launch_inner(
     );
     let swiglu = route.epilogue == Epilogue::Swiglu;
     if swiglu {
+        let takes = match route.kernel {
+            ExactKernel::Ring(_) => ring_swiglu_takes(w),
+            _ => swiglu_epilogue_takes(w),
+        };
         assert!(
-            route.has_swiglu_epilogue() && swiglu_epilogue_takes(w),
-            "the SwiGLU epilogue runs on the mma register kernel, an even N and 16-byte rows"
+            route.has_swiglu_epilogue() && takes,
+            "the SwiGLU epilogue runs on the mma register kernel or an even ring split, an even N and 16-byte rows"
         );
     }
     // The sums of a SwiGLU launch must be whole before the silu: one K-range.
@@ -1207,6 +1269,14 @@ pub(super) fn launch_inner(
         ExactKernel::Ring(tile) => {
             match ring_geometry(gpu, f, route, &entry.entry, tile, w, (q, s), over)? {
                 Some(g) => Some(g),
+                None if swiglu => {
+                    return Err(GpuError::Driver {
+                        what: format!("launching {}", entry.entry),
+                        err: "the ring kernel does not take this gate_up (K, alignment or \
+                              shared memory) and no other split has its SwiGLU epilogue"
+                            .into(),
+                    })
+                }
                 None => {
                     let fallback = route.stream_fallback();
                     return launch_inner(gpu, &fallback, w, x, prologue, residual, y, t, over);
@@ -1690,6 +1760,14 @@ fn ring_cases(route: &ExactRoute) -> Vec<Case> {
         ..Override::default()
     };
     let mut cases: Vec<Case> = Vec::new();
+    if route.epilogue == Epilogue::Swiglu {
+        // Stacked gate_up shapes: the 27B's 2 x 17408 x 5120; I = 1000 in slices (ks = 2,
+        // the slice sums of pairs); I = 1001 on 7 blocks (a stream's last pass partial).
+        cases.push((tt, 34816, 5120, plain));
+        cases.push((lo, 2000, 2048, forced(2, 5)));
+        cases.push((tt, 2002, 1024, forced(1, 7)));
+        return cases;
+    }
     match route.prologue {
         PrologueKind::None => {
             cases.push((tt, 17408, 5120, plain));
@@ -2199,6 +2277,54 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{} {arch:?}: {e}", spec.entry));
             }
         }
+    }
+
+    #[test]
+    fn ring_swiglu_epilogue_on_even_splits_only() {
+        // The epilogue pairs a gate row with its up row in one pass's slots: every split of
+        // an even number of rows carries it with both RMSNorm prologues (the gate_up
+        // projection's), and it compiles; no odd split is offered one.
+        let jit = crate::jit::test_jit();
+        let all = ring_routes();
+        let epi: Vec<&ExactRoute> = all
+            .iter()
+            .filter(|r| r.epilogue == Epilogue::Swiglu)
+            .collect();
+        assert!(!epi.is_empty());
+        for r in &epi {
+            let ExactKernel::Ring(tile) = r.kernel else {
+                unreachable!()
+            };
+            assert!(tile.rows.is_multiple_of(2) && r.has_swiglu_epilogue());
+            assert!(matches!(r.prologue, PrologueKind::RmsNorm(_)));
+        }
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let chosen = ExactRoute::choose_with(
+            q4,
+            1,
+            Epilogue::None,
+            PrologueKind::RmsNorm(NormWeight::ZeroCentred),
+        )
+        .unwrap();
+        let with = ExactRoute {
+            epilogue: Epilogue::Swiglu,
+            ..chosen
+        };
+        assert!(
+            epi.contains(&&with),
+            "the default T = 1 split has the epilogue"
+        );
+        jit.cubin(&with.spec(), crate::jit::Arch::new(9, 0))
+            .unwrap_or_else(|e| panic!("{}: {e}", with.spec().entry));
+        let odd = ExactRoute {
+            kernel: ExactKernel::Ring(RingTile {
+                rows: 1,
+                warps: 16,
+                stages: 2,
+            }),
+            ..with
+        };
+        assert!(!odd.has_swiglu_epilogue());
     }
 
     #[test]

@@ -47,11 +47,21 @@
   read of x, of the residual or of `pw`, and
   before any store to y.
 
+  SwiGLU epilogue (epilogue "swiglu", even `rows`): W is a stacked gate_up [2I, K] (gate
+  rows, then up rows) and y is [T, I] = silu(x W_gate^T) * (x W_up^T), so that an MLP's down
+  projection stages its input as it is instead of every block computing SwiGLU over the
+  whole row (bench/engine/step run 6: down with that prologue 20.3 us against ~16.3 plain).
+  Blocks and streams split the I outputs (pairs of rows) instead of the N rows; a pass's
+  ROWS slots hold ROWS / 2 pairs, slot 2p gate row i and slot 2p + 1 up row I + i, so both
+  sums of an output end in one warp (ks = 1: a shuffle brings the up sum to the gate
+  sum's lane; ks > 1: both meet in the slice sums). The silu is the fast-intrinsic one of
+  the SwiGLU prologue, so the down projection's input has the same bits either way.
+
   Params: format (4 or 8 bits, groups of 32, 64 or 128), tt, rows, warps, stages,
-  epilogue ("none" | "residual"), act ("f32"), prologue ("none" | "rmsnorm" | "rmsnorm1p" |
-  "swiglu"). Argument `ks` (where gemv_stream.cu has `slab`): K-slices per row stream.
-  Dynamic shared memory: tt*K/32*144 (activations) + warps*stages*STAGE_BYTES (ring) +
-  ceil(N/G)*ks*tt*4 (slice sums, ks > 1).
+  epilogue ("none" | "residual" | "swiglu"), act ("f32"), prologue ("none" | "rmsnorm" |
+  "rmsnorm1p" | "swiglu"). Argument `ks` (where gemv_stream.cu has `slab`): K-slices per
+  row stream. Dynamic shared memory: tt*K/32*144 (activations) + warps*stages*STAGE_BYTES
+  (ring) + ceil(N/G)*ks*tt*4 (slice sums, ks > 1; SwiGLU: 2*ceil(I/G)*ks*tt*4).
 #}
 {%- set prologue = prologue | default(value="none") %}
 {% include "common/types.cuh" %}
@@ -109,6 +119,16 @@
 {%- else %}
 #define PRO_SWIGLU 0
 {%- endif %}
+{%- if epilogue == "swiglu" %}
+#define EPI_SWIGLU 1
+{%- else %}
+#define EPI_SWIGLU 0
+{%- endif %}
+#if EPI_SWIGLU && (ROWS % 2 != 0 || PRO_SWIGLU)
+#error "the SwiGLU epilogue pairs rows (even rows) and its input is not itself a gate_up"
+#endif
+// Outputs a pass of a stream: ROWS rows, or ROWS / 2 (gate, up) pairs.
+#define UNITS (EPI_SWIGLU ? ROWS / 2 : ROWS)
 #if PRO_RMS || PRO_SWIGLU
 #define STAGE_BATCH 2
 #else
@@ -117,6 +137,11 @@
 
 // 2^e as a float (normal range).
 __device__ __forceinline__ float pow2f(int e) { return __int_as_float((127 + e) << 23); }
+
+// silu(g) * u with the SwiGLU prologue's fast intrinsics (the same bits as staging it).
+__device__ __forceinline__ float swiglu_of(float g, float u) {
+    return __fmul_rn(__fdividef(g, 1.0f + __expf(-g)), u);
+}
 
 // Bit offset of weight m of a word once masked in place (4-bit: nibbles 5..7 come from
 // the word shifted right by 12; 8-bit: bytes 2, 3 from the word shifted by 16).
@@ -192,10 +217,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     __shared__ float red[WARPS * TT];
 #endif
 
-    // This block's rows, this warp's stream (rows) and slice (rounds).
+    // This block's outputs (rows, or with the SwiGLU epilogue pairs), this warp's stream
+    // (outputs) and slice (rounds).
     // In 32 bits (a 64-bit division is a ~75-instruction subroutine): the host launches one
     // wave (at most a few hundred blocks) and N < 2^22, so (b + 1) * N < 2^32.
-    const unsigned G = gridDim.x, un = (unsigned)N;
+    const int NO = EPI_SWIGLU ? N / 2 : N;  // outputs a column
+    const unsigned G = gridDim.x, un = (unsigned)NO;
     const int rb0 = (int)(blockIdx.x * un / G);
     const int rb1 = (int)((blockIdx.x + 1u) * un / G);
     const int streams = WARPS / ks;
@@ -207,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const int rs1 = rb0 + (int)((unsigned)(stream + 1) * block_rows / (unsigned)streams);
     const int j0 = slice * rounds / ks;
     const int nr = (slice + 1) * rounds / ks - j0;  // rounds of this slice (>= 1)
-    const int passes = (rs1 - rs0 + ROWS - 1) / ROWS;
+    const int passes = (rs1 - rs0 + UNITS - 1) / UNITS;
     const int nstages = active ? passes * nr : 0;
     u8* my_ring = ring + warp * STAGES * STAGE_BYTES;
 
@@ -219,13 +246,31 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const long long qrb = q_row_bytes;
     const u8* qp = q + (long long)rs0 * q_row_bytes + lane * CB;
     const u8* sp = s + (long long)rs0 * s_row_bytes;
-    int left = rs1 - rs0;  // rows of the stream from the pass being issued on
+    int left = rs1 - rs0;  // outputs of the stream from the pass being issued on
+#if EPI_SWIGLU
+    // An output's up row lies I rows after its gate row.
+    const long long up_q = (long long)NO * q_row_bytes, up_s = (long long)NO * s_row_bytes;
+#endif
     const int sr = lane / SP, spc = lane - (lane / SP) * SP;  // the lane's scale copy
     const u32 ring_s = (u32)__cvta_generic_to_shared(my_ring);
     auto issue = [&]() {
         if (ip < passes && active) {
             const u32 d = ring_s + islot * STAGE_BYTES + lane * CB;
             const u8* src = qp + (j0 + ij) * 32 * CB;
+#if EPI_SWIGLU
+            // Slots 2p and 2p + 1: the gate and up rows of the pass's output p.
+#pragma unroll
+            for (int p = 0; p < UNITS; ++p, src += qrb)
+                if (p < left)
+#pragma unroll
+                    for (int h = 0; h < CB / 16; ++h) {
+                        cp_async16_s(d + 2 * p * 32 * CB + 16 * h, src + 16 * h);
+                        cp_async16_s(d + (2 * p + 1) * 32 * CB + 16 * h, src + up_q + 16 * h);
+                    }
+            if (lane < ROWS * SP && (sr >> 1) < left)
+                cp_async16_s(ring_s + islot * STAGE_BYTES + ROWS * 32 * CB + sr * SB + 16 * spc,
+                             sp + ((sr >> 1) * s_row_bytes + (sr & 1) * up_s + (j0 + ij) * SB + 16 * spc));
+#else
             if (left >= ROWS) {  // a whole pass (all but a stream's last)
 #pragma unroll
                 for (int r = 0; r < ROWS; ++r, src += qrb)
@@ -241,14 +286,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             if (lane < ROWS * SP && sr < left)
                 cp_async16_s(ring_s + islot * STAGE_BYTES + ROWS * 32 * CB + sr * SB + 16 * spc,
                              sp + (sr * s_row_bytes + (j0 + ij) * SB + 16 * spc));
+#endif
         }
         cp_async_commit();
         if (++ij == nr) {
             ij = 0;
             ++ip;
-            qp += ROWS * qrb;
-            sp += ROWS * s_row_bytes;
-            left -= ROWS;
+            qp += UNITS * qrb;
+            sp += UNITS * s_row_bytes;
+            left -= UNITS;
         }
         if (++islot == STAGES) islot = 0;
     };
@@ -473,6 +519,20 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             const int idx = lane >> (5 - LOG_VALS);
             const int r = idx / TT;
             const int t = idx - r * TT;
+#if EPI_SWIGLU
+            // Slot r + 1's sum (the up row) to slot r's lanes (every lane shuffles).
+            const float up = __shfl_down_sync(0xffffffffu, v[0], TT << (5 - LOG_VALS));
+            const int unit = rs0 + cp * UNITS + (r >> 1);
+            if ((lane & ((32 >> LOG_VALS) - 1)) == 0 && (r & 1) == 0 && unit < rs1 && t < T) {
+                if (ks == 1) {
+                    const float c = scale_of(t);
+                    y[(long long)t * NO + unit] = swiglu_of(v[0] * c, up * c);
+                } else {
+                    sums[(((unit - rb0) * 2) * ks + slice) * TT + t] = v[0];
+                    sums[(((unit - rb0) * 2 + 1) * ks + slice) * TT + t] = up;
+                }
+            }
+#else
             const int row = rs0 + cp * ROWS + r;
             if ((lane & ((32 >> LOG_VALS) - 1)) == 0 && row < rs1 && t < T) {
                 if (ks == 1) {
@@ -486,6 +546,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                     sums[((row - rb0) * ks + slice) * TT + t] = v[0];
                 }
             }
+#endif
             cj = 0;
             ++cp;
         }
@@ -500,6 +561,17 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         for (int i = threadIdx.x; i < nb * TT; i += BLOCK) {
             const int rl = i / TT;
             const int t = i - rl * TT;
+#if EPI_SWIGLU
+            if (t < T) {
+                float g = 0.0f, u = 0.0f;
+                for (int sl = 0; sl < ks; ++sl) {
+                    g += sums[((2 * rl) * ks + sl) * TT + t];
+                    u += sums[((2 * rl + 1) * ks + sl) * TT + t];
+                }
+                const float c = scale_of(t);
+                y[(long long)t * NO + rb0 + rl] = swiglu_of(g * c, u * c);
+            }
+#else
             if (t < T) {
                 float o = 0.0f;
                 for (int sl = 0; sl < ks; ++sl) o += sums[(rl * ks + sl) * TT + t];
@@ -510,6 +582,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 {%- endif %}
                 y[at] = o;
             }
+#endif
         }
     }
 }
