@@ -2033,6 +2033,7 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         }
     }
     records.extend(bench_prologues(ctx, filter, &mut rng)?);
+    records.extend(bench_ring_mlp(ctx, filter, &mut rng)?);
     records.extend(super::linear_mma_exact::bench(ctx, filter)?);
     Ok(records)
 }
@@ -2157,6 +2158,81 @@ fn bench_prologues(
                 2.0 * (n * k) as f64,
             ));
         }
+    }
+    Ok(records)
+}
+
+/// The 27B's MLP at one column (q4_g64, the default ring splits, 20 launches back to back
+/// per sample): gate_up 34816x5120 with RMSNorm(1 + w), without and with the SwiGLU
+/// epilogue ([`ring_with_swiglu_epilogue`]), and down 5120x17408 + residual with the SwiGLU
+/// prologue and without it (reading gate_up's silu(g) * u): the two forms of the pair.
+fn bench_ring_mlp(
+    ctx: &BenchCtx,
+    filter: Option<&str>,
+    rng: &mut impl Rng,
+) -> Result<Vec<BenchRecord>, GpuError> {
+    let gpu = ctx.gpu;
+    let what = "linear_exact ring mlp q4_g64 x20";
+    let mut records = Vec::new();
+    if !crate::bench::filter_may_keep(filter, &[what]) {
+        return Ok(records);
+    }
+    let q4 = crate::formats::format("q4_g64").expect("registered");
+    let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+    let cases = [
+        ((34816, 5120), zc, Epilogue::None),
+        ((34816, 5120), zc, Epilogue::Swiglu),
+        ((5120, 17408), PrologueKind::Swiglu, Epilogue::Residual),
+        ((5120, 17408), PrologueKind::None, Epilogue::Residual),
+    ];
+    for ((n, k), kind, epilogue) in cases {
+        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(q4, &layout, rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        let xs: Vec<f32> = (0..2 * k).map(|_| rng.sample(StandardNormal)).collect();
+        let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
+        let (x, nw) = (gpu.upload(&xs)?, gpu.upload(&nw)?);
+        let y: CudaSlice<f32> = gpu.alloc_zeros(n)?;
+        let r: CudaSlice<f32> = gpu.alloc_zeros(n)?;
+        let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
+        let res = (epilogue == Epilogue::Residual).then_some(rp);
+        let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
+        let route = if epilogue == Epilogue::Swiglu {
+            let plain = ExactRoute::choose_with(q4, 1, Epilogue::None, kind).expect("instantiated");
+            ring_with_swiglu_epilogue(&plain, &weights[0]).expect("a ring split of even rows")
+        } else {
+            ExactRoute::choose_with(q4, 1, epilogue, kind).expect("instantiated")
+        };
+        let us = median_batched_us(gpu, 15, |i| {
+            launch_inner(
+                gpu,
+                &route,
+                &weights[i % sets],
+                xp,
+                &prologue,
+                res,
+                yp,
+                1,
+                Override::default(),
+            )
+        })?;
+        let n_out = if epilogue == Epilogue::Swiglu {
+            n / 2
+        } else {
+            n
+        };
+        let bytes = (layout.total_bytes + k * 4 + n_out * 4) as f64;
+        records.push(ctx.record(
+            what,
+            route.spec().entry,
+            format!("T=1 N={n} K={k}"),
+            us,
+            bytes,
+            2.0 * (n * k) as f64,
+        ));
     }
     Ok(records)
 }
