@@ -1336,9 +1336,11 @@ impl CudaBackend {
 
     /// The gate_up launch of an MLP that writes `silu(gate) * up` itself (the mma register
     /// kernel's SwiGLU epilogue, `linear_mma_exact::with_swiglu_epilogue`), where the fused
-    /// RMSNorm route is an mma route of the bf16 mode: the exact mode's plans split gate_up's
-    /// K (bench/kernels v62: 2 K-ranges), whose sums must be whole before the silu, so it
-    /// keeps SwiGLU in the down projection's staging. `None`: the unfused pair of launches.
+    /// RMSNorm route is an mma route. The exact mode's plans split gate_up's K (bench/kernels
+    /// v62: 2 K-ranges), whose sums must be whole before the silu: the kernel's last block of
+    /// each m-range adds them first (`linear_mma_exact::splitk_fused_enabled`); with that
+    /// switched off only the bf16 mode takes the epilogue, and the exact mode keeps SwiGLU in
+    /// the down projection's staging. `None`: the unfused pair of launches.
     fn gate_up_swiglu_route(
         &self,
         x: &CudaAct,
@@ -1355,7 +1357,7 @@ impl CudaBackend {
         let (n, k) = (gate_up.layout.n, gate_up.layout.k);
         let route =
             self.fused_route(gate_up, x.rows, Epilogue::None, PrologueKind::RmsNorm(conv))?;
-        if !route.rounds_activations() {
+        if !route.rounds_activations() && !crate::ops::linear_mma_exact::splitk_fused_enabled() {
             return None;
         }
         crate::ops::linear_mma_exact::with_swiglu_epilogue(&route, n, k)
