@@ -1337,10 +1337,13 @@ impl CudaBackend {
     /// The gate_up launch of an MLP that writes `silu(gate) * up` itself, where the fused
     /// RMSNorm route takes the SwiGLU epilogue: a ring route of an even split (one column or
     /// a few lanes: `linear_exact::ring_with_swiglu_epilogue`, exact, as the slices' sums of
-    /// a block are whole before the silu), or an mma route of the bf16 mode
-    /// (`linear_mma_exact::with_swiglu_epilogue`; the exact mode's plans split gate_up's K,
-    /// bench/kernels v62: 2 K-ranges, whose sums must be whole before the silu, so it keeps
-    /// SwiGLU in the down projection's staging). `None`: the unfused pair of launches.
+    /// a block are whole before the silu), or an mma route
+    /// (`linear_mma_exact::with_swiglu_epilogue`). The exact mode's mma plans split gate_up's
+    /// K (bench/kernels v62: 2 K-ranges), whose sums must be whole before the silu: the
+    /// kernel's last block of each m-range adds them first
+    /// (`linear_mma_exact::splitk_fused_enabled`); with that switched off only the bf16 mode
+    /// takes the epilogue, and the exact mode keeps SwiGLU in the down projection's staging.
+    /// `None`: the unfused pair of launches.
     fn gate_up_swiglu_route(
         &self,
         x: &CudaAct,
@@ -1357,7 +1360,10 @@ impl CudaBackend {
         if let linear_exact::ExactKernel::Ring(_) = route.kernel {
             return linear_exact::ring_with_swiglu_epilogue(&route, gate_up);
         }
-        if !linear_exact::swiglu_epilogue_takes(gate_up) || !route.rounds_activations() {
+        if !linear_exact::swiglu_epilogue_takes(gate_up)
+            || (!route.rounds_activations()
+                && !crate::ops::linear_mma_exact::splitk_fused_enabled())
+        {
             return None;
         }
         crate::ops::linear_mma_exact::with_swiglu_epilogue(&route, n, k)

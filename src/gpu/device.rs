@@ -291,8 +291,9 @@ impl Gpu {
     /// leaves results for the next kernel of the same op (the mma GEMV's split-K sums for
     /// its adding kernel). One op at a time uses it: stream order, and under programmatic
     /// launch no kernel writes before its wait, by which the one before it has finished.
-    /// Allocated on first use; `None` where that first use falls inside a graph capture
-    /// (the caller then takes a route without it).
+    /// Allocated on first use (followed by the split-K counters, [`Gpu::splitk_counters`]);
+    /// `None` where that first use falls inside a graph capture (the caller then takes a
+    /// route without it).
     pub fn scratch(&self) -> Result<Option<u64>, GpuError> {
         let mut s = self.scratch.lock().expect("scratch");
         if s.is_none() {
@@ -304,8 +305,11 @@ impl Gpu {
             if capturing {
                 return Ok(None);
             }
-            // SAFETY: a kernel writes every scratch byte it later reads.
-            let buf = unsafe { self.stream.alloc::<u8>(Self::SCRATCH_BYTES) }
+            // Zeroed: the split-K counters after the sums must start at zero (the sums
+            // themselves are written before they are read).
+            let buf = self
+                .stream
+                .alloc_zeros::<u8>(Self::SCRATCH_BYTES + 4 * Self::SPLITK_COUNTERS)
                 .ctx("allocating the scratch buffer")?;
             *s = Some(buf);
         }
@@ -316,6 +320,19 @@ impl Gpu {
 
     /// Bytes of [`Gpu::scratch`].
     pub const SCRATCH_BYTES: usize = 16 << 20;
+
+    /// u32 counters that follow the scratch's [`Gpu::SCRATCH_BYTES`] (at
+    /// [`Gpu::splitk_counters`]): one a m-range of a split-K mma GEMV whose last block adds
+    /// the K-ranges' sums (`templates/linear/mma_exact.cuh`, `splitk_finish`). Zeroed when
+    /// the scratch is allocated; each launch leaves them zero again, so they serve every
+    /// later launch and graph replay on this stream.
+    pub const SPLITK_COUNTERS: usize = 4096;
+
+    /// The address of the split-K counters ([`Gpu::SPLITK_COUNTERS`] u32 after the
+    /// scratch), `None` where there is no scratch (see [`Gpu::scratch`]).
+    pub fn splitk_counters(&self) -> Result<Option<u64>, GpuError> {
+        Ok(self.scratch()?.map(|p| p + Self::SCRATCH_BYTES as u64))
+    }
 
     /// A zeroed device buffer of `len` elements.
     pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(

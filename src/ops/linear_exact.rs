@@ -971,6 +971,13 @@ pub(super) struct Override {
     /// Mma kernel: K-ranges instead of [`super::linear_mma_exact::plan`]'s choice (1: one
     /// K-range of several slabs, the path without the scratch).
     pub(super) k_ranges: Option<u32>,
+    /// Mma kernel: K-ranges added by the second launch (`splitk_sum.cu`), as
+    /// `NINFER_SPLITK_FUSED=0` has it, instead of by the kernel's last block.
+    pub(super) split_sum: bool,
+    /// Qualification: launch twice (the first into another buffer, then, but for the SwiGLU
+    /// epilogue, once with [`Override::split_sum`] into a third), checking the last (the
+    /// split-K counters left zero) and that all have the same bits.
+    pub(super) twice: bool,
 }
 
 /// Blocks of `f` resident per SM with `smem` dynamic shared bytes, per device and entry.
@@ -1239,8 +1246,10 @@ pub(super) fn launch_inner(
             "the SwiGLU epilogue runs on the mma register kernel or an even ring split, an even N and 16-byte rows"
         );
     }
-    // The sums of a SwiGLU launch must be whole before the silu: one K-range.
-    let over = if swiglu {
+    // The sums of a SwiGLU launch must be whole before the silu: several K-ranges only
+    // where the kernel's last block adds them (the second launch has no silu).
+    let fused = super::linear_mma_exact::splitk_fused_enabled() && !over.split_sum;
+    let over = if swiglu && !fused {
         Override {
             k_ranges: Some(1),
             ..over
@@ -1298,8 +1307,9 @@ pub(super) fn launch_inner(
     let (stride_q, stride_s) = (w.layout.q_row_bytes as i64, w.layout.s_row_bytes as i64);
     let (ni, ki) = (n as i32, k as i32);
     let r0 = residual.unwrap_or(y);
-    // K-ranges of a split-K mma launch (1: none) and where their sums go.
-    let (mut kr, mut part) = (1usize, 0u64);
+    // K-ranges of a split-K mma launch (1: none), where their sums go, and the counters of
+    // its m-ranges where its last blocks add them (0: the second launch adds).
+    let (mut kr, mut part, mut counters) = (1usize, 0u64, 0u64);
     let (grid, slab, smem) = match route.kernel {
         ExactKernel::Gemv => (n.div_ceil(route.rows_per_block()) as u32, 0, 0),
         ExactKernel::Stream(tile) => {
@@ -1335,6 +1345,17 @@ pub(super) fn launch_inner(
             }
             if p.kr > 1 {
                 (kr, part) = (p.kr, scratch);
+                // One counter a m-range (grid / kr of them; at most the resident blocks).
+                let mranges = p.grid as usize / p.kr;
+                if fused && mranges <= Gpu::SPLITK_COUNTERS {
+                    counters = gpu.splitk_counters()?.unwrap_or(0);
+                } else if swiglu {
+                    let one = Override {
+                        k_ranges: Some(1),
+                        ..over
+                    };
+                    return launch_inner(gpu, route, w, x, prologue, residual, y, t, one);
+                }
             }
             (p.grid, p.slab, p.smem)
         }
@@ -1382,12 +1403,13 @@ pub(super) fn launch_inner(
         }
         let kr_i = kr as i32;
         if matches!(route.kernel, ExactKernel::Mma(_)) {
-            b.arg(&kr_i).arg(&part);
+            b.arg(&kr_i).arg(&part).arg(&counters);
         }
         // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
         // (gemv_mma.cu the same, its groups per slab and shared memory from
         // linear_mma_exact::geometry, whole groups checked by `supports`, then its
-        // K-ranges and the scratch for their sums, kr x cols x N floats by the plan),
+        // K-ranges and the scratch for their sums, kr x cols x N floats by the plan, and
+        // the scratch's zeroed counters, one a m-range, or 0),
         // norm weight and eps arguments (its shared memory sized by stream_slab_within and
         // granted above past 48 KB), and of gemv_ring.cu (the same, `slab` read as its
         // K-slices, shared memory sized and granted by ring_geometry, K a multiple of 1024
@@ -1395,7 +1417,7 @@ pub(super) fn launch_inner(
         // the caller sizes x (2K per row for SwiGLU), y, r to t rows and the norm weight to K.
         unsafe { b.launch(cfg) }
             .map_err(|e| GpuError::driver(format!("launching {}", entry.entry), e))?;
-        if kr > 1 {
+        if kr > 1 && counters == 0 {
             let len = cols as usize * n;
             let rms = matches!(route.prologue, PrologueKind::RmsNorm(_)).then_some((k, eps));
             super::linear_mma_exact::launch_sum(
@@ -1532,20 +1554,48 @@ fn check(
         exact_tile: true,
         ..over
     };
-    launch_inner(
-        gpu,
-        route,
-        w,
-        dptr(gpu, &dx),
-        &prologue,
-        res,
-        dptr(gpu, &dy),
-        t,
-        over,
-    )?;
+    // Twice: a first launch into its own poisoned buffer, then the checked one straight
+    // after (a split-K counter left non-zero would leave the second's outputs unwritten);
+    // and, where the second launch can add the K-ranges (not the SwiGLU epilogue), one more
+    // with it (splitk_sum.cu), so that all three must have the same bits.
+    let others = if over.twice {
+        let mut v = vec![(gpu.upload(&vec![f32::NAN; t * n_out])?, over)];
+        if !swiglu {
+            let second = Override {
+                split_sum: true,
+                ..over
+            };
+            v.push((gpu.upload(&vec![f32::NAN; t * n_out])?, second));
+        }
+        v
+    } else {
+        Vec::new()
+    };
+    for (out, o) in others.iter().map(|(b, o)| (b, *o)).chain([(&dy, over)]) {
+        launch_inner(
+            gpu,
+            route,
+            w,
+            dptr(gpu, &dx),
+            &prologue,
+            res,
+            dptr(gpu, out),
+            t,
+            o,
+        )?;
+    }
     gpu.synchronize()?;
     let all = gpu.download(&dy)?;
-    let (got, want) = if route.prologue == PrologueKind::None && !swiglu {
+    // The launches' bits alike: the K-ranges' sums are added in a fixed order.
+    let mut same = true;
+    for (out, _) in &others {
+        same &= gpu
+            .download(out)?
+            .iter()
+            .zip(&all)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+    }
+    let (mut got, want) = if route.prologue == PrologueKind::None && !swiglu {
         super::linear::sampled_check_f32(
             rng,
             route.format,
@@ -1597,7 +1647,19 @@ fn check(
         }
         (got, want)
     };
+    if !same {
+        got[0] = f32::NAN; // two launches of the same inputs differ: fails the check
+    }
     let mut shape = format!("T={t} N={n} K={k}");
+    if let Some(kr) = over.k_ranges {
+        shape += &format!(" kr={kr}");
+    }
+    if over.split_sum {
+        shape += " splitk_sum";
+    }
+    if over.twice {
+        shape += " x2";
+    }
     if let Some(b) = over.smem_budget {
         shape += &format!(" smem<={b}");
     }

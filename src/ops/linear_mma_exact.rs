@@ -112,6 +112,15 @@ pub fn split_k_enabled() -> bool {
     super::linear_exact::switch_on(&ON, "NINFER_MMA_SPLIT_K")
 }
 
+/// Whether a split-K launch adds its K-ranges' sums itself (the last block of each m-range,
+/// `templates/linear/mma_exact.cuh`'s `splitk_finish`): yes unless the environment sets
+/// `NINFER_SPLITK_FUSED=0` (an A/B switch: the second launch, `splitk_sum.cu`, adds them,
+/// and the SwiGLU epilogue runs one K-range).
+pub fn splitk_fused_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_SPLITK_FUSED")
+}
+
 /// The split per column tile: 16 warps (one block per SM) up to 16 columns; at 32 columns
 /// the 48 accumulators per lane need the registers of 8-warp blocks.
 pub fn mma_tile(tt: u32) -> MmaTile {
@@ -242,7 +251,9 @@ pub fn choose(
 /// epilogue, for a stacked gate_up `[n, k]`): the same launch with the SwiGLU epilogue,
 /// writing `silu(gate) * up` (`[T, n / 2]`) so that the down projection needs no SwiGLU
 /// prologue. On the register tile the launch runs (a ring tile only where
-/// [`mma_substitute`] swaps it for the register one); `None` for other routes.
+/// [`mma_substitute`] swaps it for the register one); `None` for other routes. The launch
+/// keeps its plan's K-ranges where the kernel adds them ([`splitk_fused_enabled`]: the
+/// sums are whole before the silu), else runs one K-range.
 pub fn with_swiglu_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<ExactRoute> {
     let ExactKernel::Mma(tile) = route.kernel else {
         return None;
@@ -341,7 +352,8 @@ fn smem_parts(format: &Format, tt: u32, tile: MmaTile, rms: bool) -> (usize, usi
 }
 
 /// How one launch covers the shape: `grid` blocks, `kr` K-ranges (the grid is m-ranges x
-/// kr; kr > 1 leaves the K-ranges' sums in the scratch for `launch_sum`), `slab` groups
+/// kr; kr > 1 leaves the K-ranges' sums in the scratch, added by the kernel's last block of
+/// each m-range or by `launch_sum`), `slab` groups
 /// staged at a time and `smem` dynamic shared bytes (one slab, then the slices' sums).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MmaPlan {
@@ -589,10 +601,14 @@ pub(super) fn launch_sum(
 /// and at an odd T inside it; SmolLM2's 576 -> 1536, 1536 -> 576 and 576 -> 960 (and back), with T past the
 /// tile (host tiling, a partial last launch); N = 144 with K = 64 (one group, a partial
 /// m-tile); N = 1000 with K = 2048 in slabs of 16 KB (several) on a grid of 5 blocks (many
-/// m-tiles a block, fewer slices), split in 5 K-ranges and in one. Split K (the K-ranges'
-/// sums added by `splitk_sum.cu`) is what the plan takes wherever K needs more than one
-/// slab (T = 8: K = 5120 and up); 17408x5120 also runs as one K-range. RMSNorm: 17408x5120, SmolLM2's 576 -> 1536, the odd case;
-/// SwiGLU (with the residual): 5120x17408, 1536 -> 576, the odd case.
+/// m-tiles a block, fewer slices), split in 5 K-ranges and in one. Split K is what the plan
+/// takes wherever K needs more than one slab (T = 8: K = 5120 and up), the K-ranges' sums
+/// added by the last block of each m-range ([`splitk_fused_enabled`]); 17408x5120 also
+/// runs as one K-range and with the sums added by `splitk_sum.cu`, 5120x6144 twice in a
+/// row (the counters left zero, the same bits), 1536 -> 576 in three K-ranges. RMSNorm:
+/// 17408x5120 (also by `splitk_sum.cu`), 6144 -> 5120 twice, SmolLM2's 576 -> 1536 (also
+/// in three K-ranges), the odd case; SwiGLU (with the residual): 5120x17408, 1536 -> 576,
+/// the odd case. The SwiGLU epilogue: stacked gate_up shapes, split K included.
 pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
     let tt = route.tt as usize;
     let odd = if tt <= 2 { tt } else { tt / 2 + 1 };
@@ -603,6 +619,8 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         ks: None,
         exact_tile: false,
         k_ranges: None,
+        split_sum: false,
+        twice: false,
     };
     // One K-range of several slabs: the path without the scratch.
     let one_range = Override {
@@ -613,19 +631,50 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         k_ranges: Some(1),
         ..forced
     };
+    // Three K-ranges; the same launched twice in a row (the split-K counters reset, the
+    // same bits); and added by the second launch (splitk_sum.cu).
+    let three = Override {
+        k_ranges: Some(3),
+        ..plain
+    };
+    let twice = Override {
+        twice: true,
+        ..plain
+    };
+    let split_sum = Override {
+        split_sum: true,
+        ..plain
+    };
     let mut v: Vec<Case> = vec![(odd, 1000, 2048, forced_one)];
     if route.epilogue == Epilogue::Swiglu {
-        // Stacked gate_up shapes (one K-range, which the launch forces): the 27B's
-        // 2 x 17408 x 5120 and SmolLM2's 2 x 1536 x 576; the first case has I = 500, a
-        // partial pair of m-tiles, several slabs and many pairs a block.
+        // Stacked gate_up shapes: the 27B's 2 x 17408 x 5120 (the plan's K-ranges, added by
+        // the last block of each m-range before the silu, and one K-range) and SmolLM2's
+        // 2 x 1536 x 576 (one slab: one K-range, and three forced, also twice); the first
+        // case has I = 500, a partial pair of m-tiles, several slabs and many pairs a block,
+        // then the same in K-ranges on a grid of 5 blocks (one m-range of every pair).
         v.push((tt, 34816, 5120, plain));
+        v.push((tt, 34816, 5120, one_range));
         v.push((odd, 3072, 576, plain));
+        v.push((odd, 3072, 576, three));
+        v.push((
+            tt,
+            3072,
+            576,
+            Override {
+                twice: true,
+                ..three
+            },
+        ));
+        v.push((odd, 1000, 2048, forced));
         return v;
     }
     match route.prologue {
         PrologueKind::None => {
             v.push((tt, 17408, 5120, plain));
             v.push((tt, 17408, 5120, one_range));
+            v.push((tt, 17408, 5120, split_sum));
+            v.push((tt, 5120, 6144, twice));
+            v.push((odd, 576, 1536, three));
             v.push((odd, 5120, 17408, plain));
             v.push((odd, 10240, 5120, plain));
             v.push((tt, 5120, 6144, plain));
@@ -642,7 +691,10 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         }
         PrologueKind::RmsNorm(_) => {
             v.push((tt, 17408, 5120, plain));
+            v.push((tt, 17408, 5120, split_sum));
+            v.push((odd, 5120, 6144, twice));
             v.push((odd, 1536, 576, plain));
+            v.push((odd, 1536, 576, three));
             v.push((odd, 1000, 2048, forced));
         }
         PrologueKind::Swiglu => {
@@ -868,11 +920,12 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
             let entry = super::linear_exact::launched_route(&route, n, k)
                 .spec()
                 .entry;
-            // The SwiGLU epilogue runs one K-range whatever is forced: not swept.
+            // The SwiGLU epilogue takes K-ranges only where the kernel adds them (without,
+            // the launch runs one whatever is forced: not swept).
             let forced = SWEPT_K_RANGES
                 .map(Some)
                 .into_iter()
-                .filter(|_| swept && !swiglu);
+                .filter(|_| swept && (!swiglu || splitk_fused_enabled()));
             for kr in std::iter::once(None).chain(forced) {
                 let over = Override {
                     k_ranges: kr,
@@ -1054,7 +1107,7 @@ mod tests {
     /// 34816x5120 substitutes it for the T = 8 ring tile; SmolLM2's 3072x576 keeps the ring
     /// kernel, so it has none), only for an RMSNorm route without an epilogue and an even N;
     /// every such route is instantiated, and the exact and bf16 ones compile for sm_90 with
-    /// the paired m-tiles and without the split-K path's sums.
+    /// the paired m-tiles (and the split-K reduction's silu).
     #[test]
     fn gate_up_swiglu_epilogue_routes() {
         use super::super::linear_exact::NormWeight;
@@ -1086,6 +1139,14 @@ mod tests {
             assert!(r.has_swiglu_epilogue(), "{}", r.spec().entry);
             assert!(specs.iter().any(|s| s.entry == r.spec().entry));
             assert!(cases(r).iter().all(|&(_, n, _, _)| n % 2 == 0));
+            // Split K before the silu, also launched twice in a row.
+            assert!(
+                cases(r)
+                    .iter()
+                    .any(|c| c.3.k_ranges.is_some_and(|kr| kr > 1) && c.3.twice),
+                "{}",
+                r.spec().entry
+            );
             if r.format.name == "q4_g64" && r.tt == 8 && r.prologue == zc {
                 let spec = r.spec();
                 let src = jit.render(&spec).unwrap();

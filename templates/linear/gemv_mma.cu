@@ -27,8 +27,12 @@
   whole K-range while others walk half and no block runs a second wave. Each pass's slices
   meet in shared memory (a region of its own, after the slab) and are added in slice order
   (deterministic). With kr = 1 the block writes y (+ residual); with kr > 1 it writes its
-  K-range's sums to `part` ([kr][T][N] f32), which linear/splitk_sum.cu adds in K-range
-  order (+ residual): deterministic too. Warps without an m-tile only help to stage.
+  K-range's sums to `part` ([kr][T][N] f32) and counts in on its m-range's counter
+  (`counters`, mma_exact.cuh's splitk_finish): the m-range's last block to count in adds
+  the kr sums in K-range order (x 1 / rms, + residual, or the SwiGLU epilogue) and writes
+  y, then zeroes the counter; deterministic too (the order is fixed, not the last block).
+  With `counters` null the host adds them in a second launch, linear/splitk_sum.cu (the
+  same arithmetic; NINFER_SPLITK_FUSED=0). Warps without an m-tile only help to stage.
 
   Weights: each warp keeps `unroll` groups in flight in two register buffers (loads of
   one issued before the other is multiplied); a buffer's groups are multiplied without a
@@ -40,35 +44,39 @@
   pieces contiguous, conflict-free 16-byte reads), with the prologue applied (rmsnorm,
   rmsnorm1p, swiglu as gemv_ring.cu; silu with fast intrinsics as there). RMSNorm stages
   x * w and sums the squares of the staged K-range as it goes (no pass over the row
-  before the staging); 1 / rms multiplies the outputs: here with one K-range, in
-  linear/splitk_sum.cu (from every K-range's sums, left after the partial outputs) with
-  several. A K-range takes
+  before the staging); 1 / rms multiplies the outputs: here with one K-range, with several
+  where the K-ranges' sums are added (from every K-range's sums of squares, left after the
+  partial outputs). A K-range takes
   ceil(groups / slab) slabs, a block barrier around each; one slab is staged once for all
   passes. Each warp's first buffer of weights of a slab is loaded before the slab is
   staged, so the staging overlaps its DRAM latency.
 
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a thread only
   computes its m-tile and slice and loads its first weights and scales (uploaded once,
-  written by no kernel). Every thread then waits once, straight-line (no return anywhere
-  in the kernel), before the first read of x, pw or the residual and any store.
+  written by no kernel). Every thread then waits once, straight-line (no return before
+  it), before the first read of x, pw, the residual, part or the counters and any store;
+  so the previous launch, which used the same part and counters, has finished.
 
   Rounded to bf16 (parts = 1, the engine's bf16 mode): each activation is staged as
   bf16(x) alone, one column a token (tt = 8: one n-tile, a third of the mma work and
   staging), the products then those of bf16 activations: not exact, measured as a
   precision trade.
 
-  SwiGLU epilogue (epilogue "swiglu", one K-range): W is a stacked gate_up [2I, K] (gate
-  rows, then up rows) and y is [T, I] = silu(x W_gate^T) * (x W_up^T), so that an MLP's down
-  projection reads its input as it is instead of applying SwiGLU in every block's staging.
-  The m-ranges and passes count pairs of m-tiles (gate tile p and up tile p, rows 16p and
+  SwiGLU epilogue (epilogue "swiglu"): W is a stacked gate_up [2I, K] (gate rows, then up
+  rows) and y is [T, I] = silu(x W_gate^T) * (x W_up^T), so that an MLP's down projection
+  reads its input as it is instead of applying SwiGLU in every block's staging. The
+  m-ranges and passes count pairs of m-tiles (gate tile p and up tile p, rows 16p and
   I + 16p): a pass's warps stream both tiles of each pair, so that both sums of an output
-  meet in the pass's shared-memory region (mma_exact.cuh, write_pass_swiglu).
+  meet in the pass's shared-memory region (mma_exact.cuh, write_pass_swiglu), and with
+  several K-ranges both land in the m-range's part rows, which its last block adds before
+  the silu (the sums must be whole: only the fused reduction takes kr > 1 here).
 
   Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, epilogue
   ("none" | "residual" | "swiglu"), act ("f32"), parts (3, the default, or 1), prologue ("none" |
   "rmsnorm" | "rmsnorm1p" | "swiglu"). Arguments after K: slab (groups per slab), pw, eps, kr (K-ranges; gridDim.x
   a multiple of it), part (kr > 1: [kr][T][N] f32 sums, then with RMSNorm [kr][T] sums
-  of squares). Dynamic shared memory: slab * FMT_GROUP * NT * 16 + warps * 16 *
+  of squares), counters (kr > 1: one u32 a m-range, zero at the launch and left zero; null:
+  the second launch adds). Dynamic shared memory: slab * FMT_GROUP * NT * 16 + warps * 16 *
   (8 * NT + 1) * 4 bytes (slab, then sums), plus slab * TT * 16 with RMSNorm.
 #}
 {%- set prologue = prologue | default(value="none") %}
@@ -136,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                   float* y,
                   int T, int N, int K, int slab,
                   const float* __restrict__ pw, float eps,
-                  int kr, float* __restrict__ part)
+                  int kr, float* __restrict__ part, unsigned* __restrict__ counters)
 {
     extern __shared__ uint4 smem4[];
 #if PRO_RMS
@@ -376,9 +384,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         __syncthreads();
 
 #if EPI_SWIGLU && PRO_RMS
-        write_pass_swiglu(red, pm0, pmn, ks, T, N, K, y, ss_blk, eps);
+        write_pass_swiglu(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, ss_blk, eps);
 #elif EPI_SWIGLU
-        write_pass_swiglu(red, pm0, pmn, ks, T, N, K, y, nullptr, eps);
+        write_pass_swiglu(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, nullptr, eps);
 #elif PRO_RMS
         write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, ss_blk, eps);
 #else
@@ -391,10 +399,17 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
             load(rawA, scA, gb, ge);
         }
     }
+    // Several K-ranges: the last block of the m-range to finish adds them (or, without
+    // counters, linear/splitk_sum.cu does); rows of y (SwiGLU: of I).
 #if PRO_RMS
-    // With several K-ranges, the first m-range's blocks leave their K-range's sums of
-    // squares after the partial outputs ([kr][T], read by splitk_sum.cu).
-    if (kr > 1 && mrange == 0 && threadIdx.x < T)
-        part[(long long)kr * T * N + kb * T + threadIdx.x] = ss_blk[threadIdx.x];
+    const float* ss_end = ss_blk;
+#else
+    const float* ss_end = nullptr;
+#endif
+#if EPI_SWIGLU
+    splitk_finish(kr, (N / 2 + 15) / 16, 16, N / 2, T, N, K, part, ss_end, counters, y,
+                  residual, eps);
+#else
+    splitk_finish(kr, (N + 15) / 16, 16, N, T, N, K, part, ss_end, counters, y, residual, eps);
 #endif
 }

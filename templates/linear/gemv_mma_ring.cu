@@ -2,8 +2,8 @@
   Exact decode GEMV on tensor cores with the weights streamed through a per-warp cp.async
   ring: Y[T,N] = X[T,K] * W[N,K]^T (+ residual) for 4- and 8-bit symmetric integer weights
   in 32-byte groups (q4_g64, q8_g32), f32 activations, up to `tt` columns. The contract of
-  linear/gemv_mma.cu (arguments, prologues, epilogues, K-ranges summed by
-  linear/splitk_sum.cu, the same exactness: bf16 integer codes times the three exact bf16
+  linear/gemv_mma.cu (arguments, prologues, epilogues, K-ranges summed by the m-range's
+  last block or by linear/splitk_sum.cu, the same exactness: bf16 integer codes times the three exact bf16
   pieces of each activation, f32 accumulation, one scale FMA a group); what differs is how
   the weights reach the tensor cores (bench/kernels v46: ~23 us against gemv_mma's 36 for
   17408x5120 at T = 8 in the standalone prototype).
@@ -35,7 +35,7 @@
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a thread only
   computes its assignment and issues its first stage of weights and scales (uploaded once,
   written by no kernel; shared memory only). Every thread then waits once, straight-line,
-  before the first read of x, pw or the residual and before any store.
+  before the first read of x, pw, the residual, part or the counters and before any store.
 
   With parts = 1 the activations are rounded to bf16, one column a token (see
   linear/gemv_mma.cu).
@@ -139,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                   float* y,
                   int T, int N, int K, int slab,
                   const float* __restrict__ pw, float eps,
-                  int kr, float* __restrict__ part)
+                  int kr, float* __restrict__ part, unsigned* __restrict__ counters)
 {
     extern __shared__ uint4 smem4[];
 #if PRO_RMS
@@ -350,10 +350,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 #endif
     }
     cp_async_wait_all();  // no copy in flight into shared memory at exit (the tail's are empty)
+    // Several K-ranges: the last block of the m-range to finish adds them (or, without
+    // counters, linear/splitk_sum.cu does).
 #if PRO_RMS
-    // With several K-ranges, the first m-range's blocks leave their K-range's sums of
-    // squares after the partial outputs ([kr][T], read by splitk_sum.cu).
-    if (kr > 1 && mrange == 0 && threadIdx.x < T)
-        part[(long long)kr * T * N + kb * T + threadIdx.x] = ss_blk[threadIdx.x];
+    const float* ss_end = ss_blk;
+#else
+    const float* ss_end = nullptr;
 #endif
+    splitk_finish(kr, (N + ROWS - 1) / ROWS, ROWS, N, T, N, K, part, ss_end, counters, y,
+                  residual, eps);
 }

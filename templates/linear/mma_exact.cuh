@@ -1,7 +1,7 @@
 // The exact route's tensor-core pieces shared by linear/gemv_mma.cu and
 // linear/gemv_mma_ring.cu: the mma steps, the three-way bf16 split of an activation, the
 // staging of a K-range's split fragments (with the fused prologue) and the outputs of a
-// pass. The including kernel defines TT, NT, XQ, PAIRS, BLOCK, RED_LD, PRO_RMS,
+// pass, and the end of a split-K launch (splitk_finish). The including kernel defines TT, NT, XQ, PAIRS, BLOCK, RED_LD, PRO_RMS,
 // PRO_SWIGLU, EPI_SWIGLU, ROWS (rows of a warp's stream in a pass) and STAGE_LANE(tq) (which quarter
 // of a group lane quad t = tq holds: the order its weights reach the lanes in) and PARTS
 // (3: the exact split; 1: activations rounded to bf16, one column a token) first;
@@ -125,7 +125,8 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
 // The outputs of a pass: pmn streams from row pm0 * ROWS, each summed over its ks slices
 // in slice order from red (row r of stream st, slice sl at (st * ks + sl) * ROWS + r, its
 // columns PARTS tk + part), hi + (mid + lo) (hi alone with one part). One K-range: times 1 / rms (RMSNorm, from ss_blk)
-// and plus the residual into y; several: into part[kb] (linear/splitk_sum.cu adds them).
+// and plus the residual into y; several: into part[kb] (splitk_finish or
+// linear/splitk_sum.cu adds them).
 // Row fastest, so that the stores of a token's outputs are contiguous.
 __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, int ks, int T,
                                            int N, int K, int kr, int kb, float* part, float* y,
@@ -167,10 +168,12 @@ __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, i
 // The outputs of a pass of the SwiGLU epilogue: the pass's pmn pairs of m-tiles are its
 // streams st < pmn (gate rows) and pmn + st (the up rows of the same outputs), each summed
 // over its ks slices as write_pass does; output row = (pm0 + st) * ROWS + r of I = N / 2 a
-// token is silu(gate) * up, both scaled by 1 / rms first with RMSNorm. One K-range only
-// (the host forces it: the sums must be whole before the silu).
+// token. One K-range: silu(gate) * up into y, both scaled by 1 / rms first with RMSNorm.
+// Several: the K-range's gate and up sums into part[kb] at rows row and I + row (of N), as
+// write_pass leaves them; splitk_finish makes y of the whole sums.
 __device__ __forceinline__ void write_pass_swiglu(const float* red, int pm0, int pmn, int ks,
-                                                  int T, int N, int K, float* y,
+                                                  int T, int N, int K, int kr, int kb,
+                                                  float* part, float* y,
                                                   const float* ss_blk, float eps) {
     const int I = N / 2;
     const int outs = pmn * ROWS * T;
@@ -195,15 +198,116 @@ __device__ __forceinline__ void write_pass_swiglu(const float* red, int pm0, int
                 }
                 v[half] = hi + (mid + lo);
 #if PRO_RMS
-                v[half] *= rsqrtf(ss_blk[tk] / (float)K + eps);
+                if (kr == 1) v[half] *= rsqrtf(ss_blk[tk] / (float)K + eps);
 #endif
             }
-            // silu with the fast intrinsics, as the SwiGLU prologue computes it.
-            const float silu = __fdividef(v[0], 1.0f + __expf(-v[0]));
-            y[(long long)tk * I + row] = __fmul_rn(silu, v[1]);
+            if (kr > 1) {
+                float* pk = part + (long long)kb * T * N + (long long)tk * N + row;
+                pk[0] = v[0];
+                pk[I] = v[1];
+            } else {
+                // silu with the fast intrinsics, as the SwiGLU prologue computes it.
+                const float silu = __fdividef(v[0], 1.0f + __expf(-v[0]));
+                y[(long long)tk * I + row] = __fmul_rn(silu, v[1]);
+            }
         }
     }
 }
 #endif
+
+// The end of a split-K launch (kr > 1), after the block's last pass wrote its K-range's sums
+// of its m-range's rows to part[kb] ([kr][T][N] f32). With RMSNorm every block first leaves
+// its K-range's sums of squares at part[kr][kb] ([kr][T] after the sums; every m-range's
+// blocks of K-range kb compute the same bits, so which write lands does not matter).
+//
+// With `counters` (zeros at the launch, one a m-range; the host's NINFER_SPLITK_FUSED
+// default) the reduction is folded in: the block fences its stores, then counts in on its
+// m-range's counter, and the last of the m-range's kr blocks to count in (all kr K-ranges
+// of its rows are then written and visible) adds each output's kr sums in K-range order,
+// times 1 / rms from the K-ranges' sums of squares added in K-range order, plus the
+// residual (SwiGLU epilogue: silu(gate) * up of the whole sums of gate row r and up row
+// I + r, each times 1 / rms first). That is linear/splitk_sum.cu's arithmetic, so y has the
+// same bits whichever block is last and as the second launch gives. It then resets the
+// counter, so the next launch or graph replay finds zeros. Without `counters` (null)
+// linear/splitk_sum.cu adds the sums in a second launch (no SwiGLU epilogue there).
+//
+// The grid is m-ranges x kr as the kernels split it: `units` units of `unit_rows` rows of
+// the `out_rows` outputs (m-tiles, SwiGLU pairs of them, ring chunks). The block's m-range,
+// K-range and rows are recomputed here from the launch rather than kept live through the
+// kernel's main loop (registers are its limit). Called by every thread, after the PDL
+// wait, at the kernel's end (the early exits below are past the wait).
+__device__ __forceinline__ void splitk_finish(int kr, int units, int unit_rows, int out_rows,
+                                              int T, int N, int K, float* part,
+                                              const float* ss_blk, unsigned* counters,
+                                              float* y, const float* residual, float eps) {
+    if (kr <= 1) return;
+    const int mr = gridDim.x / kr;
+    const int mrange = blockIdx.x / kr;
+    const int kb = blockIdx.x - mrange * kr;
+    const int row0 = min((int)((long long)mrange * units / mr) * unit_rows, out_rows);
+    const int row1 = min((int)((long long)(mrange + 1) * units / mr) * unit_rows, out_rows);
+    const long long n = (long long)T * N;
+#if PRO_RMS
+    float* ss = part + (long long)kr * n;
+    __syncthreads();  // ss_blk is whole (also in a block that had no pass)
+    if (threadIdx.x < T) ss[kb * T + threadIdx.x] = ss_blk[threadIdx.x];
+#endif
+    if (counters == nullptr) return;
+    __shared__ int is_last;
+    __threadfence();  // this block's sums are visible device-wide before it counts in
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned* ctr = counters + mrange;
+        const unsigned done = atomicAdd(ctr, 1u);
+        is_last = done == (unsigned)(kr - 1);
+        if (is_last) *ctr = 0u;  // every block of the m-range has counted in
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+#if PRO_RMS
+    __shared__ float inv_rms[TT];
+    if (threadIdx.x < T) {
+        // Other blocks wrote these: read through L2 (__ldcg), never a stale L1 line.
+        float sq = __ldcg(ss + threadIdx.x);
+        for (int r = 1; r < kr; ++r) sq += __ldcg(ss + r * T + threadIdx.x);
+        inv_rms[threadIdx.x] = rsqrtf(sq / (float)K + eps);
+    }
+    __syncthreads();
+#endif
+    const int nr = row1 - row0;
+    const int outs = nr * T;
+    for (int o = threadIdx.x; o < outs; o += BLOCK) {
+        const int tk = o / nr;
+        const int row = row0 + (o - tk * nr);  // row fastest: contiguous loads and stores
+        const long long at = (long long)tk * N + row;
+#if EPI_SWIGLU
+        const int I = N / 2;
+        float g = __ldcg(part + at);
+        float u = __ldcg(part + at + I);
+        for (int r = 1; r < kr; ++r) {
+            g += __ldcg(part + r * n + at);
+            u += __ldcg(part + r * n + at + I);
+        }
+#if PRO_RMS
+        g *= inv_rms[tk];
+        u *= inv_rms[tk];
+#endif
+        // silu with the fast intrinsics, as write_pass_swiglu computes it.
+        const float silu = __fdividef(g, 1.0f + __expf(-g));
+        y[(long long)tk * I + row] = __fmul_rn(silu, u);
+#else
+        float out = __ldcg(part + at);
+        for (int r = 1; r < kr; ++r) out += __ldcg(part + r * n + at);
+#if PRO_RMS
+        out *= inv_rms[tk];
+#endif
+{%- if epilogue == "residual" %}
+        out += residual[at];
+{%- endif %}
+        y[at] = out;
+#endif
+    }
+}
 
 #endif  // NINFER_LINEAR_MMA_EXACT

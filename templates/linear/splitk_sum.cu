@@ -1,5 +1,8 @@
 {#
-  The second half of a split-K launch of linear/gemv_mma.cu: y[i] = the K-ranges' sums
+  The second half of a split-K launch of linear/gemv_mma.cu (and gemv_mma_ring.cu) where
+  the host passes no counters (NINFER_SPLITK_FUSED=0, an A/B switch; by default the
+  GEMV's own last block of each m-range adds, mma_exact.cuh's splitk_finish, with this
+  kernel's arithmetic): y[i] = the K-ranges' sums
   part[0][i] + part[1][i] + ... in K-range order (+ residual[i]), i < n = T * N. The
   order is fixed, so the result does not depend on which block finished first. With
   `rms` (the GEMV's RMSNorm prologue staged x * w), the sum is first multiplied by its
