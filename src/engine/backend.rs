@@ -256,6 +256,46 @@ pub trait Backend: Clone + Send + Sync {
         let v = self.slice_cols(qkv, q_cols + kv_cols, kv_cols);
         self.rope_attention_lanes(caches, layer, &q, &k, &v, head_dim, rope)
     }
+    /// Qwen3.5/3.6's gated attention core (MODEL_SPEC section 5) on the stacked projection
+    /// `qkv [T, 2 nH*hd + 2 nKV*hd]` (per q head its query then its gate, then k, then v):
+    /// the per-head q and k norms, [`Backend::rope_attention`], then the output times
+    /// `sigmoid(gate)`. Returns `[T, nH*hd]`, before `o_proj`. The default is those ops
+    /// ([`gated_attention_apart`]); a backend may fold them into its attention launch.
+    #[allow(clippy::too_many_arguments)]
+    fn gated_attention(
+        &self,
+        cache: &mut Self::KvCache,
+        layer: usize,
+        qkv: &Self::Act,
+        norms: QkNorms<'_, Self::Vector>,
+        shape: AttnShape,
+        rope: &Rope,
+    ) -> Self::Act {
+        gated_attention_apart(
+            self,
+            GatedCaches::One(cache),
+            layer,
+            qkv,
+            norms,
+            shape,
+            rope,
+        )
+    }
+    /// [`Backend::gated_attention`] for a batch of lanes: row `i` of `qkv` is lane `i`'s next
+    /// token, at the position of `caches[i]` (as [`Backend::rope_attention_lanes`]).
+    #[allow(clippy::too_many_arguments)]
+    fn gated_attention_lanes(
+        &self,
+        caches: &mut [&mut Self::KvCache],
+        layer: usize,
+        qkv: &Self::Act,
+        norms: QkNorms<'_, Self::Vector>,
+        shape: AttnShape,
+        rope: &Rope,
+    ) -> Self::Act {
+        let c = GatedCaches::Lanes(caches);
+        gated_attention_apart(self, c, layer, qkv, norms, shape, rope)
+    }
     /// Marks `n` more tokens as held by the cache.
     fn kv_advance(&self, cache: &mut Self::KvCache, n: usize);
     /// Splits each row, viewed as `[n_heads, first + second]`, into `[n_heads*first]` and
@@ -403,6 +443,56 @@ pub trait Backend: Clone + Send + Sync {
 }
 
 /// The check of the lanes ops: one row per lane.
+/// The per-head q and k norms of a gated attention layer (`[head_dim]` each).
+pub struct QkNorms<'a, V> {
+    pub q: &'a V,
+    pub k: &'a V,
+    pub eps: f64,
+    pub conv: NormWeight,
+}
+
+impl<V> Clone for QkNorms<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for QkNorms<'_, V> {}
+
+/// The caches [`gated_attention_apart`] attends against: one sequence's, or one a lane.
+pub enum GatedCaches<'a, 'b, B: Backend> {
+    One(&'a mut B::KvCache),
+    Lanes(&'a mut [&'b mut B::KvCache]),
+}
+
+/// [`Backend::gated_attention`] (and its lanes form) as separate ops: split the stacked
+/// projection, split query from gate, norm q and k, RoPE and attention, gate the output.
+/// The defaults, and a backend's fallback where its fused launch does not apply.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_attention_apart<B: Backend>(
+    b: &B,
+    caches: GatedCaches<'_, '_, B>,
+    layer: usize,
+    qkv: &B::Act,
+    norms: QkNorms<'_, B::Vector>,
+    shape: AttnShape,
+    rope: &Rope,
+) -> B::Act {
+    let (nh, hd) = (shape.n_heads, shape.head_dim);
+    let kv_w = shape.n_kv_heads * hd;
+    let Ok([qg, k, v]) = <[B::Act; 3]>::try_from(b.split_cols(qkv, &[2 * nh * hd, kv_w, kv_w]))
+    else {
+        unreachable!("split_cols gives one part a width")
+    };
+    let (q, gate) = b.split_heads(&qg, nh, hd, hd);
+    let mut q = b.rmsnorm(&q, norms.q, norms.eps, norms.conv);
+    let mut k = b.rmsnorm(&k, norms.k, norms.eps, norms.conv);
+    let a = match caches {
+        GatedCaches::One(c) => b.rope_attention(c, layer, &mut q, &mut k, &v, hd, rope),
+        GatedCaches::Lanes(cs) => b.rope_attention_lanes(cs, layer, &q, &k, &v, hd, rope),
+    };
+    b.sigmoid_gate(&a, &gate)
+}
+
 pub fn check_lanes(lanes: usize, rows: usize, op: &str) {
     assert_eq!(lanes, rows, "{op}: {rows} rows for {lanes} lanes");
 }

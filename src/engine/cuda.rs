@@ -38,7 +38,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cudarc::driver::{DevicePtr, PinnedHostSlice};
 
-use super::backend::{check_lanes, AttnShape, Backend, Rope};
+use super::backend::{
+    check_lanes, gated_attention_apart, AttnShape, Backend, GatedCaches, QkNorms, Rope,
+};
 use crate::formats::{Format, Layout};
 use crate::gpu::{env_switch, AnyBuffer, CudaSlice, Gpu, GpuError, Graph};
 use crate::ops::attention::{self, AttnDims, AttnRoute, AttnWorkspace, KvType};
@@ -762,19 +764,21 @@ impl CudaBackend {
         rope: &Rope,
     ) -> CudaAct {
         let out = self.alloc(1, q.cols);
-        self.attend_rope_to(cache, layer, q, k, v, pos, rope, self.ptr(&out));
+        let inputs = (self.ptr(q), self.ptr(k), self.ptr(v));
+        self.attend_rope_to(cache, layer, inputs, None, pos, rope, self.ptr(&out));
         out
     }
 
-    /// [`Self::attend_rope`] writing its row at `out`.
+    /// [`Self::attend_rope`] on the device addresses `(q, k, v)` of its row, writing it at
+    /// `out`. With `gated`, the gated-attention launch instead: `inputs.0` is the row of the
+    /// stacked `[q+gate | k | v]` projection (the rest unused).
     #[allow(clippy::too_many_arguments)]
     fn attend_rope_to(
         &self,
         cache: &mut CudaKvCache,
         layer: usize,
-        q: &CudaAct,
-        k: &CudaAct,
-        v: &CudaAct,
+        inputs: (u64, u64, u64),
+        gated: Option<attention::QkNorm>,
         pos: Pos,
         rope: &Rope,
         out: u64,
@@ -785,33 +789,61 @@ impl CudaBackend {
         let mut route = AttnRoute::choose(self.opts.kv, dims, 1);
         tune_attn::apply(&self.routes(), &mut route, dims, 1, cache.capacity);
         if self.capturing().is_none() {
-            let spec = |r: &AttnRoute| r.rope_spec(rope.style);
+            let spec = |r: &AttnRoute| match gated {
+                Some(_) => r.gated_spec(rope.style),
+                None => r.rope_spec(rope.style),
+            };
             let load = tune_attn::preload(&self.routes(), &self.gpu, &route, dims, 1, spec);
             ok("loading the tuned attention kernels", load);
         }
         let ws = cache.ws.as_mut().expect("made by kv_reserve");
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
-        let new = attention::NewKv {
-            k: self.ptr(k),
-            v: self.ptr(v),
-            rope,
-        };
+        let (q, k, v) = inputs;
+        if let Some(norm) = gated {
+            ok(
+                "gated attention",
+                attention::launch_gated_attention(
+                    &self.gpu, &route, ws, q, norm, rope, kc, vc, out, pos, dims, scale,
+                ),
+            );
+            return;
+        }
+        let new = attention::NewKv { k, v, rope };
         ok(
             "rope attention",
             attention::launch_rope_attention(
-                &self.gpu,
-                &route,
-                ws,
-                self.ptr(q),
-                new,
-                kc,
-                vc,
-                out,
-                pos,
-                dims,
-                scale,
+                &self.gpu, &route, ws, q, new, kc, vc, out, pos, dims, scale,
             ),
         );
+    }
+
+    /// Whether a gated attention layer of `shape` (norms `norms`, RoPE `rope`) on the stacked
+    /// projection `qkv` runs as one launch: the fused decode routes are on, the norms are
+    /// Qwen3.5's (zero-centred, one weight a head element), the rotation is the style the
+    /// gated kernels are built for, and `qkv` is the `[q+gate | k | v]` row the launch reads
+    /// in place. The norms as the launch takes them.
+    fn gated_fusion(
+        &self,
+        qkv: &CudaAct,
+        norms: QkNorms<'_, CudaSlice<f32>>,
+        shape: AttnShape,
+        rope: &Rope,
+    ) -> Option<attention::QkNorm> {
+        let hd = shape.head_dim;
+        let width = 2 * (shape.n_heads + shape.n_kv_heads) * hd;
+        let on = self.opts.fused && !rope_attention_apart() && attention::gated_fusion_enabled();
+        let fits = norms.conv == NormWeight::ZeroCentred
+            && rope.style == attention::GATED_STYLE
+            && norms.q.len() == hd
+            && norms.k.len() == hd
+            && qkv.cols == width
+            && hd.is_multiple_of(4)
+            && self.ptr(qkv).is_multiple_of(16);
+        (on && fits).then(|| attention::QkNorm {
+            q: self.slice_ptr(norms.q),
+            k: self.slice_ptr(norms.k),
+            eps: norms.eps as f32,
+        })
     }
 
     /// Every lane's decode row (row `i` of `q`, `k`, `v` is lane `i`'s) in one launch: RoPE,
@@ -819,12 +851,16 @@ impl CudaBackend {
     /// position slots while a lanes step is captured, the grid planned for the largest
     /// capacity among the lanes). The partials go to the workspace of that largest cache
     /// (its rows serve as the lanes). `None` where the shapes do not fit the route.
+    ///
+    /// With `gated`, the gated-attention launch instead: `inputs.q` is lane 0's row of the
+    /// stacked `[q+gate | k | v]` projection and `inputs.strides.q` its width (k, v unused).
     #[allow(clippy::too_many_arguments)]
     fn attend_rope_lanes(
         &self,
         caches: &mut [&mut CudaKvCache],
         layer: usize,
         inputs: LaneInputs,
+        gated: Option<attention::QkNorm>,
         rope: &Rope,
     ) -> Option<CudaAct> {
         let n = caches.len();
@@ -858,7 +894,10 @@ impl CudaBackend {
         let mut route = AttnRoute::choose(self.opts.kv, dims, 1);
         tune_attn::apply(&self.routes(), &mut route, dims, 1, max_cap);
         if capturing.is_none() {
-            let spec = |r: &AttnRoute| r.rope_lanes_spec(rope.style);
+            let spec = |r: &AttnRoute| match gated {
+                Some(_) => r.gated_lanes_spec(rope.style),
+                None => r.rope_lanes_spec(rope.style),
+            };
             let load = tune_attn::preload(&self.routes(), &self.gpu, &route, dims, 1, spec);
             ok("loading the tuned attention kernels", load);
         }
@@ -867,12 +906,21 @@ impl CudaBackend {
         let op = self.ptr(&out);
         let ws = caches[widest].ws.as_mut().expect("made by kv_reserve");
         let scale = 1.0 / (shape.head_dim as f32).sqrt();
+        let (q, strides) = (inputs.q, inputs.strides);
+        if let Some(norm) = gated {
+            ok(
+                "gated attention lanes",
+                attention::launch_gated_attention_lanes(
+                    &self.gpu, &route, ws, q, strides.q, norm, rope, &table, op, pos, dims, scale,
+                ),
+            );
+            return Some(out);
+        }
         let new = attention::NewKv {
             k: inputs.k,
             v: inputs.v,
             rope,
         };
-        let (q, strides) = (inputs.q, inputs.strides);
         ok(
             "rope attention lanes",
             attention::launch_rope_attention_lanes(
@@ -1991,7 +2039,7 @@ impl Backend for CudaBackend {
                     kv: k.cols,
                 },
             };
-            if let Some(out) = self.attend_rope_lanes(caches, layer, inputs, rope) {
+            if let Some(out) = self.attend_rope_lanes(caches, layer, inputs, None, rope) {
                 return out;
             }
         }
@@ -2010,7 +2058,8 @@ impl Backend for CudaBackend {
             if fused {
                 let pos = self.attention_pos(cache, 1);
                 let row = self.ptr(&out) + (i * q.cols * 4) as u64;
-                self.attend_rope_to(cache, layer, &qi, &ki, &vi, pos, rope, row);
+                let inputs = (self.ptr(&qi), self.ptr(&ki), self.ptr(&vi));
+                self.attend_rope_to(cache, layer, inputs, None, pos, rope, row);
             } else {
                 let a = self.rope_attention(cache, layer, &mut qi, &mut ki, &vi, head_dim, rope);
                 self.copy_block(&a, 0, 0, &out, i, 0, 1, q.cols);
@@ -2056,7 +2105,7 @@ impl Backend for CudaBackend {
             // (Column blocks at 16-byte boundaries, as the launch's vector loads want.)
             let aligned = q_cols.is_multiple_of(4) && kv_cols.is_multiple_of(4);
             if aligned && widths == Some((q_cols, kv_cols)) {
-                if let Some(out) = self.attend_rope_lanes(caches, layer, inputs, rope) {
+                if let Some(out) = self.attend_rope_lanes(caches, layer, inputs, None, rope) {
                     return out;
                 }
             }
@@ -2065,6 +2114,65 @@ impl Backend for CudaBackend {
         let k = self.slice_cols(qkv, q_cols, kv_cols);
         let v = self.slice_cols(qkv, q_cols + kv_cols, kv_cols);
         self.rope_attention_lanes(caches, layer, &q, &k, &v, head_dim, rope)
+    }
+
+    fn gated_attention(
+        &self,
+        cache: &mut CudaKvCache,
+        layer: usize,
+        qkv: &CudaAct,
+        norms: QkNorms<'_, CudaSlice<f32>>,
+        shape: AttnShape,
+        rope: &Rope,
+    ) -> CudaAct {
+        // A decode row: one launch reading q, gate, k and v in place from qkv.
+        let fused = (qkv.rows == 1 && cache.shape == shape)
+            .then(|| self.gated_fusion(qkv, norms, shape, rope))
+            .flatten();
+        if let Some(norm) = fused {
+            let pos = self.attention_pos(cache, 1);
+            let out = self.alloc(1, shape.n_heads * shape.head_dim);
+            let inputs = (self.ptr(qkv), 0, 0);
+            let op = self.ptr(&out);
+            self.attend_rope_to(cache, layer, inputs, Some(norm), pos, rope, op);
+            return out;
+        }
+        let c = GatedCaches::One(cache);
+        gated_attention_apart(self, c, layer, qkv, norms, shape, rope)
+    }
+
+    fn gated_attention_lanes(
+        &self,
+        caches: &mut [&mut CudaKvCache],
+        layer: usize,
+        qkv: &CudaAct,
+        norms: QkNorms<'_, CudaSlice<f32>>,
+        shape: AttnShape,
+        rope: &Rope,
+    ) -> CudaAct {
+        check_lanes(caches.len(), qkv.rows, "gated_attention_lanes");
+        let fused = (!lanes_attention_apart() && caches.iter().all(|c| c.shape == shape))
+            .then(|| self.gated_fusion(qkv, norms, shape, rope))
+            .flatten();
+        if let Some(norm) = fused {
+            // Every lane in one launch; k and v are found from q's row by the launch.
+            let inputs = LaneInputs {
+                q: self.ptr(qkv),
+                k: 0,
+                v: 0,
+                strides: attention::LaneStrides {
+                    q: qkv.cols,
+                    kv: qkv.cols,
+                },
+            };
+            if let Some(out) = self.attend_rope_lanes(caches, layer, inputs, Some(norm), rope) {
+                return out;
+            }
+        }
+        // (More lanes than one launch takes, or a capture of another batch: the ops apart,
+        // whose RoPE + attention still runs per lane fused.)
+        let c = GatedCaches::Lanes(caches);
+        gated_attention_apart(self, c, layer, qkv, norms, shape, rope)
     }
 
     fn gdn_lanes(

@@ -31,7 +31,7 @@ use crate::engine::backend::{Rope, RopeStyle};
 use crate::gpu::dptr;
 use crate::gpu::{AnyBuffer, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
-use crate::qualify::{Outcome, ALLOW_F32};
+use crate::qualify::{Outcome, ALLOW_BF16, ALLOW_F32};
 
 /// Storage type of the KV cache; arithmetic is f32 either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -304,6 +304,27 @@ impl AttnRoute {
         spec
     }
 
+    /// The decode kernel with RoPE, the KV append and Qwen3.5's gated-attention core folded
+    /// in (per-head q/k RMSNorm, the q/gate split, the sigmoid output gate; see
+    /// [`launch_gated_attention`]). Panics for a route that is not `Decode`.
+    pub fn gated_spec(&self, style: RopeStyle) -> KernelSpec {
+        let mut spec = self.rope_spec(style).param("gated", 1);
+        spec.entry = spec
+            .entry
+            .replacen("attn_decode_rope_", "attn_decode_gated_", 1);
+        spec
+    }
+
+    /// [`AttnRoute::gated_spec`] for up to [`MAX_LANES`] sequences in one launch (see
+    /// [`launch_gated_attention_lanes`]).
+    pub fn gated_lanes_spec(&self, style: RopeStyle) -> KernelSpec {
+        let mut spec = self.rope_lanes_spec(style).param("gated", 1);
+        spec.entry = spec
+            .entry
+            .replacen("attn_decode_rope_lanes_", "attn_decode_gated_lanes_", 1);
+        spec
+    }
+
     /// Every kernel the route launches, in launch order.
     pub fn specs(&self) -> Vec<KernelSpec> {
         match self.kind {
@@ -386,6 +407,19 @@ fn append_spec(kv: KvType) -> KernelSpec {
     .programmatic()
 }
 
+/// Whether the cuda backend runs a decode step's gated attention core (q/k norms, RoPE,
+/// attention, output gate) as one launch: yes unless the environment sets
+/// `NINFER_FUSED_ATTN=0` (an A/B switch: split_heads, two rmsnorms, the RoPE attention
+/// launch and sigmoid_gate, as before).
+pub fn gated_fusion_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_FUSED_ATTN")
+}
+
+/// The one RoPE style the gated kernels are instantiated for (Qwen3.5/3.6's); another
+/// style runs the ops apart.
+pub const GATED_STYLE: RopeStyle = RopeStyle::Neox;
+
 /// Every registered instantiation of the family.
 pub fn instantiations() -> Vec<KernelSpec> {
     let routes = AttnRoute::all();
@@ -396,6 +430,8 @@ pub fn instantiations() -> Vec<KernelSpec> {
     {
         specs.extend([RopeStyle::Neox, RopeStyle::Interleaved].map(|s| r.rope_spec(s)));
         specs.extend([RopeStyle::Neox, RopeStyle::Interleaved].map(|s| r.rope_lanes_spec(s)));
+        // Qwen3.5/3.6 (the only gated-attention models) rotate NeoX style.
+        specs.extend([r.gated_spec(GATED_STYLE), r.gated_lanes_spec(GATED_STYLE)]);
     }
     specs.extend(KvType::ALL.map(append_spec));
     specs
@@ -519,7 +555,7 @@ pub fn launch_attention(
     scale: f32,
 ) -> Result<(), GpuError> {
     launch_attention_with(
-        gpu, route, ws, q, k_cache, v_cache, out, t, pos, dims, scale, None,
+        gpu, route, ws, q, k_cache, v_cache, out, t, pos, dims, scale, None, None,
     )
 }
 
@@ -574,6 +610,75 @@ pub fn launch_rope_attention(
         dims,
         scale,
         Some(new),
+        None,
+    )
+}
+
+/// The zero-centred per-head norms of a gated attention layer's q and k (f32 `[head_dim]`
+/// device addresses) and their epsilon.
+#[derive(Debug, Clone, Copy)]
+pub struct QkNorm {
+    pub q: u64,
+    pub k: u64,
+    pub eps: f32,
+}
+
+/// Device addresses of the q (with gates), k and v column blocks of a row of a stacked
+/// `[2 q_width | kv_width | kv_width]` projection at `qkv`.
+fn gated_blocks(qkv: u64, dims: AttnDims) -> (u64, u64, u64) {
+    let k = qkv + (2 * dims.q_width() * 4) as u64;
+    (qkv, k, k + (dims.kv_width() * 4) as u64)
+}
+
+/// One decode row of Qwen3.5/3.6's gated attention in one launch, from the row of the
+/// stacked projection at `qkv` (`[2 n_heads * head_dim | n_kv * head_dim | n_kv *
+/// head_dim]`: per q head its query then its gate, then k, then v; read in place): the
+/// zero-centred RMSNorm of each q and k head (`norm`), RoPE of both, the KV append at `pos`,
+/// attention, and the output times `sigmoid(gate)`, written to `out` (`[1, n_heads *
+/// head_dim]`). The values of split_heads, two rmsnorms, [`launch_rope_attention`] and
+/// sigmoid_gate up to the order of the norms' sums of squares. `route` must be `Decode`,
+/// `rope.style` [`GATED_STYLE`].
+#[allow(clippy::too_many_arguments)]
+pub fn launch_gated_attention(
+    gpu: &Gpu,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    qkv: u64,
+    norm: QkNorm,
+    rope: &Rope,
+    k_cache: u64,
+    v_cache: u64,
+    out: u64,
+    pos: Pos,
+    dims: AttnDims,
+    scale: f32,
+) -> Result<(), GpuError> {
+    let rd = rope.rotary_dim;
+    assert!(
+        rd <= dims.head_dim && rd.is_multiple_of(2),
+        "gated attention: bad rotary_dim {rd} for head_dim {}",
+        dims.head_dim
+    );
+    assert!(
+        matches!(route.kind, AttnKind::Decode { .. }),
+        "gated attention: a decode route only"
+    );
+    assert_eq!(rope.style, GATED_STYLE, "gated attention: rope style");
+    let (q, k, v) = gated_blocks(qkv, dims);
+    launch_attention_with(
+        gpu,
+        route,
+        ws,
+        q,
+        k_cache,
+        v_cache,
+        out,
+        1,
+        pos,
+        dims,
+        scale,
+        Some(NewKv { k, v, rope }),
+        Some(norm),
     )
 }
 
@@ -591,8 +696,13 @@ fn launch_attention_with(
     dims: AttnDims,
     scale: f32,
     new: Option<NewKv>,
+    gated: Option<QkNorm>,
 ) -> Result<(), GpuError> {
     dims.check();
+    assert!(
+        gated.is_none() || (new.is_some() && t == 1),
+        "attention: the gated kernel takes one row with RoPE"
+    );
     let (pos0, pos_dev) = pos.kernel_args();
     assert_eq!(
         route.head_dim, dims.head_dim,
@@ -609,9 +719,10 @@ fn launch_attention_with(
     if t == 0 {
         return Ok(());
     }
-    let spec = match new {
-        Some(n) => route.rope_spec(n.rope.style),
-        None => route.spec(),
+    let spec = match (new, gated) {
+        (Some(n), Some(_)) => route.gated_spec(n.rope.style),
+        (Some(n), None) => route.rope_spec(n.rope.style),
+        (None, _) => route.spec(),
     };
     let f = gpu.kernel(&spec)?;
     let smem = route.smem_bytes();
@@ -722,6 +833,9 @@ fn launch_attention_with(
                 if let Some((k_new, v_new, rd, theta)) = &rope_args {
                     assert_eq!(t, 1, "rope attention: one row");
                     b.arg(k_new).arg(v_new).arg(rd).arg(theta);
+                }
+                if let Some(n) = &gated {
+                    b.arg(&n.q).arg(&n.k).arg(&n.eps);
                 }
                 // SAFETY: matches the template; partial slots (row < rows, head,
                 // split < splits <= max_splits) lie inside the workspace, counters cover
@@ -870,6 +984,73 @@ pub fn launch_rope_attention_lanes(
     dims: AttnDims,
     scale: f32,
 ) -> Result<(), GpuError> {
+    lanes_with(
+        gpu, route, ws, q, new, strides, caches, out, pos, dims, scale, None,
+    )
+}
+
+/// [`launch_gated_attention`] for up to [`MAX_LANES`] separate sequences in one launch: lane
+/// `i`'s row of the stacked projection starts at `qkv + i * row_stride` floats (the
+/// projection's row width, a multiple of 4); the rest as [`launch_rope_attention_lanes`].
+/// Each lane's result has the bits of [`launch_gated_attention`] on that lane with a grid
+/// planned for the same keys.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_gated_attention_lanes(
+    gpu: &Gpu,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    qkv: u64,
+    row_stride: usize,
+    norm: QkNorm,
+    rope: &Rope,
+    caches: &[(u64, u64)],
+    out: u64,
+    pos: LanePos,
+    dims: AttnDims,
+    scale: f32,
+) -> Result<(), GpuError> {
+    assert_eq!(rope.style, GATED_STYLE, "gated attention lanes: rope style");
+    assert!(
+        row_stride >= 2 * dims.q_width() + 2 * dims.kv_width(),
+        "gated attention lanes: rows of {row_stride} floats overlap"
+    );
+    let (q, k, v) = gated_blocks(qkv, dims);
+    let strides = LaneStrides {
+        q: row_stride,
+        kv: row_stride,
+    };
+    let new = NewKv { k, v, rope };
+    lanes_with(
+        gpu,
+        route,
+        ws,
+        q,
+        new,
+        strides,
+        caches,
+        out,
+        pos,
+        dims,
+        scale,
+        Some(norm),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lanes_with(
+    gpu: &Gpu,
+    route: &AttnRoute,
+    ws: &mut AttnWorkspace,
+    q: u64,
+    new: NewKv,
+    strides: LaneStrides,
+    caches: &[(u64, u64)],
+    out: u64,
+    pos: LanePos,
+    dims: AttnDims,
+    scale: f32,
+    gated: Option<QkNorm>,
+) -> Result<(), GpuError> {
     dims.check();
     let AttnKind::Decode { split } = route.kind else {
         panic!("rope attention lanes: a decode route only")
@@ -909,7 +1090,10 @@ pub fn launch_rope_attention_lanes(
         max_keys * dims.kv_width().max(dims.q_width()) < i32::MAX as usize * 4,
         "attention lanes: sizes exceed the kernel's int arguments"
     );
-    let spec = route.rope_lanes_spec(new.rope.style);
+    let spec = match gated {
+        Some(_) => route.gated_lanes_spec(new.rope.style),
+        None => route.rope_lanes_spec(new.rope.style),
+    };
     let f = gpu.kernel(&spec)?;
     let smem = route.smem_bytes();
     gpu.grant_shared_memory(f.function(), smem, &spec.entry)?;
@@ -955,6 +1139,9 @@ pub fn launch_rope_attention_lanes(
         .arg(&table)
         .arg(&q_stride)
         .arg(&kv_stride);
+    if let Some(n) = &gated {
+        b.arg(&n.q).arg(&n.k).arg(&n.eps);
+    }
     // SAFETY: matches the template (lanes mode); lane i's partial slots are workspace rows
     // i < lanes <= ws.rows (splits <= max_splits), counters cover lanes x n_kv x tiles <=
     // rows x n_heads pairs, each lane reads and writes its own cache (rows <= its position)
@@ -1450,7 +1637,10 @@ pub fn qualify_matching(
     rng: &mut impl Rng,
     matches: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Outcome>, GpuError> {
-    let (lanes, rest): (Vec<KernelSpec>, Vec<KernelSpec>) = instantiations()
+    let (gated, plain): (Vec<KernelSpec>, Vec<KernelSpec>) = instantiations()
+        .into_iter()
+        .partition(|s| s.params.contains_key("gated"));
+    let (lanes, rest): (Vec<KernelSpec>, Vec<KernelSpec>) = plain
         .into_iter()
         .partition(|s| s.params.contains_key("lanes"));
     let mut outcomes = Vec::new();
@@ -1459,6 +1649,9 @@ pub fn qualify_matching(
     }
     if lanes.iter().any(|s| matches(&s.entry)) {
         outcomes.extend(qualify_rope_attention_lanes(gpu, rng)?);
+    }
+    if gated.iter().any(|s| matches(&s.entry)) {
+        outcomes.extend(qualify_gated_attention(gpu, rng)?);
     }
     Ok(outcomes)
 }
@@ -1678,6 +1871,294 @@ pub fn qualify_rope_attention_lanes(
                             o.shape.push_str(" (wrote past its row)");
                         }
                         outcomes.push(o);
+                    }
+                }
+            }
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Positions of the gated qualify cases: one sequence (`launch_gated_attention`) where there
+/// is one, else lanes (`launch_gated_attention_lanes`).
+const GATED_CASES: [&[usize]; 6] = [
+    &[0],
+    &[531],
+    &[4095],
+    &[531, 0],
+    &[17, 4095, 1],
+    &[0, 17, 531, 1000, 4095, 3, 64, 2000],
+];
+
+/// The f64 oracle of one lane's gated attention core, the ops apart on the host: `row` is
+/// the lane's `[q+gate | k | v]` projection row at position `pos`, `k_cache` / `v_cache`
+/// its caches as the kernel left them (rows `..= pos`). Returns (the output, the step's
+/// key after its norm and RoPE).
+#[allow(clippy::too_many_arguments)]
+fn gated_reference(
+    row: &[f32],
+    qn: &[f32],
+    kn: &[f32],
+    eps: f64,
+    k_cache: &[f32],
+    v_cache: &[f32],
+    pos: usize,
+    dims: AttnDims,
+    rope: &Rope,
+) -> (Vec<f64>, Vec<f64>) {
+    let (hd, nh, nkv) = (dims.head_dim, dims.n_heads, dims.n_kv_heads);
+    // The zero-centred RMSNorm of one head in f64, rounded to f32 as the op's output is.
+    let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
+        let ms = x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / hd as f64;
+        let inv = 1.0 / (ms + eps).sqrt();
+        x.iter()
+            .zip(w)
+            .map(|(&v, &w)| (v as f64 * inv * (1.0 + w as f64)) as f32)
+            .collect()
+    };
+    let head = |h: usize| &row[h * 2 * hd..][..2 * hd];
+    let q: Vec<f32> = (0..nh).flat_map(|h| norm(&head(h)[..hd], qn)).collect();
+    let k0 = 2 * nh * hd;
+    let k: Vec<f32> = (0..nkv)
+        .flat_map(|g| norm(&row[k0 + g * hd..][..hd], kn))
+        .collect();
+    let qr = crate::ops::rope::reference(&q, nh, hd, pos, rope);
+    let kr = crate::ops::rope::reference(&k, nkv, hd, pos, rope);
+    let n = (pos + 1) * dims.kv_width();
+    let scale = 1.0 / (hd as f64).sqrt();
+    let a = reference(
+        &qr,
+        &to_f64(&k_cache[..n]),
+        &to_f64(&v_cache[..n]),
+        1,
+        pos,
+        dims,
+        scale,
+    );
+    let out = a
+        .iter()
+        .enumerate()
+        .map(|(e, &x)| {
+            let gate = head(e / hd)[hd + e % hd] as f64;
+            x / (1.0 + (-gate).exp())
+        })
+        .collect();
+    (out, kr)
+}
+
+/// The gated decode kernels ([`launch_gated_attention`], [`launch_gated_attention_lanes`])
+/// at head sizes 256 (Qwen3.6-27B's 24/4 heads, and 16/2) and 64, both cache types, one
+/// sequence and 2 to 8 lanes at several positions, positions on the host and on the device
+/// (the grid planned for a long context, as a captured step plans it): fresh random packed
+/// `[q+gate | k | v]` rows and norm weights, caches poisoned from each lane's row on,
+/// output and workspace poisoned. Every lane's output against the f64 oracle of the ops
+/// apart (norms, RoPE, attention over the caches the kernel wrote, gate), its stored key
+/// against the oracle's normed and rotated key, its stored value exactly, rows past its own
+/// untouched; and the lanes launch bit for bit against one gated launch per lane.
+pub fn qualify_gated_attention(gpu: &Gpu, rng: &mut impl Rng) -> Result<Vec<Outcome>, GpuError> {
+    const MAX_CTX: usize = 8192;
+    let mut outcomes = Vec::new();
+    // (dims, rotary_dim, theta, eps)
+    let cases = [
+        (QWEN36_27B, 64, 10_000_000.0, 1e-6),
+        (AttnDims::new(16, 2, 256), 64, 10_000_000.0, 1e-6),
+        (AttnDims::new(8, 2, 64), 32, 1_000_000.0, 1e-5),
+    ];
+    for &(dims, rotary_dim, theta, eps) in &cases {
+        let rope = Rope {
+            style: GATED_STYLE,
+            theta,
+            rotary_dim,
+        };
+        let (hd, kvw, qw) = (dims.head_dim, dims.kv_width(), dims.q_width());
+        let width = 2 * qw + 2 * kvw;
+        let scale = 1.0 / (hd as f32).sqrt();
+        for kv in KvType::ALL {
+            let route = AttnRoute::choose(kv, dims, 1);
+            for &positions in &GATED_CASES {
+                let n = positions.len();
+                // Rows of different magnitudes (the norms take them out) and weights near 0.
+                let rows: Vec<f32> = (0..n)
+                    .flat_map(|i| normals(rng, width, 0.5 + i as f32))
+                    .collect();
+                let (qn, kn) = (normals(rng, hd, 0.1), normals(rng, hd, 0.1));
+                let norm_bufs = (gpu.upload(&qn)?, gpu.upload(&kn)?);
+                let norm = QkNorm {
+                    q: dptr(gpu, &norm_bufs.0),
+                    k: dptr(gpu, &norm_bufs.1),
+                    eps: eps as f32,
+                };
+                let caches: Vec<[Vec<f32>; 2]> = positions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| {
+                        [0, 1].map(|_| {
+                            let mut c: Vec<f32> = normals(rng, p * kvw, 1.0)
+                                .into_iter()
+                                .map(|x| kv.round(x))
+                                .collect();
+                            c.extend(std::iter::repeat_n(f32::NAN, (1 + 37 * i) * kvw));
+                            c
+                        })
+                    })
+                    .collect();
+                let pos_i32: Vec<i32> = positions.iter().map(|&p| p as i32).collect();
+                let pos_buf = gpu.upload(&pos_i32)?;
+                let entry = if n == 1 {
+                    route.gated_spec(GATED_STYLE).entry
+                } else {
+                    route.gated_lanes_spec(GATED_STYLE).entry
+                };
+                for device in [false, true] {
+                    let lane_pos = if device {
+                        LanePos::Device {
+                            ptr: dptr(gpu, &pos_buf),
+                            max_keys: MAX_CTX,
+                        }
+                    } else {
+                        LanePos::Host(positions)
+                    };
+                    let max_keys = lane_pos.max_keys();
+                    // (every lane's output row, K cache, V cache) of one path: the lanes
+                    // launch, or one gated launch per lane (the one-sequence kernel).
+                    let run = |lanes: bool| -> Result<Vec<[Vec<f32>; 3]>, GpuError> {
+                        let din = gpu.upload(&rows)?;
+                        let bufs: Vec<[AnyBuffer; 2]> = caches
+                            .iter()
+                            .map(|[kc, vc]| -> Result<_, GpuError> {
+                                Ok([
+                                    AnyBuffer::upload(gpu, kv.dtype(), kc)?,
+                                    AnyBuffer::upload(gpu, kv.dtype(), vc)?,
+                                ])
+                            })
+                            .collect::<Result<_, _>>()?;
+                        let ptrs: Vec<(u64, u64)> = bufs
+                            .iter()
+                            .map(|[a, b]| (a.device_ptr(gpu), b.device_ptr(gpu)))
+                            .collect();
+                        let out = gpu.upload(&vec![f32::NAN; n * qw])?;
+                        let mut ws = AttnWorkspace::new(gpu, dims, DECODE_MAX_T, MAX_CTX)?;
+                        poison_workspace(gpu, &mut ws)?;
+                        if lanes {
+                            launch_gated_attention_lanes(
+                                gpu,
+                                &route,
+                                &mut ws,
+                                dptr(gpu, &din),
+                                width,
+                                norm,
+                                &rope,
+                                &ptrs,
+                                dptr(gpu, &out),
+                                lane_pos,
+                                dims,
+                                scale,
+                            )?;
+                        } else {
+                            for (i, &(kc, vc)) in ptrs.iter().enumerate() {
+                                let pos = match lane_pos {
+                                    LanePos::Host(p) => Pos::Host(p[i]),
+                                    LanePos::Device { ptr, .. } => Pos::Device {
+                                        ptr: ptr + 4 * i as u64,
+                                        max_keys,
+                                    },
+                                };
+                                launch_gated_attention(
+                                    gpu,
+                                    &route,
+                                    &mut ws,
+                                    dptr(gpu, &din) + (i * width * 4) as u64,
+                                    norm,
+                                    &rope,
+                                    kc,
+                                    vc,
+                                    dptr(gpu, &out) + (i * qw * 4) as u64,
+                                    pos,
+                                    dims,
+                                    scale,
+                                )?;
+                            }
+                        }
+                        gpu.synchronize()?;
+                        let o = gpu.download(&out)?;
+                        bufs.iter()
+                            .enumerate()
+                            .map(|(i, [a, b])| {
+                                Ok([
+                                    o[i * qw..][..qw].to_vec(),
+                                    a.download(gpu)?,
+                                    b.download(gpu)?,
+                                ])
+                            })
+                            .collect()
+                    };
+                    let note = if device { " (device positions)" } else { "" };
+                    let shape = format!(
+                        "{} {} rotary={rotary_dim} at {positions:?}",
+                        dims.describe(),
+                        kv.short()
+                    );
+                    let got = run(n > 1)?;
+                    if n > 1 {
+                        // Only a host-position per-lane run plans another grid than the lanes
+                        // launch (for each lane's own keys), so compare bits on the device form.
+                        if device {
+                            let apart = run(false)?;
+                            let same = apart
+                                .iter()
+                                .zip(&got)
+                                .all(|(a, b)| (0..3).all(|j| same_bits(&a[j], &b[j])));
+                            outcomes.push(Outcome {
+                                route: format!("{entry} (= per-lane gated decode, bits){note}"),
+                                shape: shape.clone(),
+                                rel_l2: if same { 0.0 } else { f64::INFINITY },
+                                allowance: 0.0,
+                                pass: same,
+                            });
+                        }
+                    }
+                    for (i, &p) in positions.iter().enumerate() {
+                        let [o, kc, vc] = &got[i];
+                        let row = &rows[i * width..][..width];
+                        let (want, key) =
+                            gated_reference(row, &qn, &kn, eps, kc, vc, p, dims, &rope);
+                        let lane = format!("{shape}, lane {i}");
+                        let mut out = Outcome::compare(
+                            format!("{entry}{note}"),
+                            lane.clone(),
+                            o,
+                            &want,
+                            ALLOW_F32,
+                        );
+                        let keys = (p + 1) * kvw;
+                        // Rows past the lane's own must still hold the poison.
+                        if !kc[keys..].iter().chain(&vc[keys..]).all(|x| x.is_nan()) {
+                            out.pass = false;
+                            out.shape.push_str(" (wrote past its row)");
+                        }
+                        outcomes.push(out);
+                        let allow = match kv {
+                            KvType::F32 => ALLOW_F32,
+                            KvType::Bf16 => ALLOW_BF16,
+                        };
+                        outcomes.push(Outcome::compare(
+                            format!("{entry} (stored key){note}"),
+                            lane.clone(),
+                            &kc[p * kvw..keys],
+                            &key,
+                            allow,
+                        ));
+                        let v0 = 2 * qw + kvw;
+                        let v_want: Vec<f32> =
+                            row[v0..][..kvw].iter().map(|&x| kv.round(x)).collect();
+                        let same = same_bits(&vc[p * kvw..keys], &v_want);
+                        outcomes.push(Outcome {
+                            route: format!("{entry} (stored value, bits){note}"),
+                            shape: lane,
+                            rel_l2: if same { 0.0 } else { f64::INFINITY },
+                            allowance: 0.0,
+                            pass: same,
+                        });
                     }
                 }
             }
@@ -2145,15 +2626,46 @@ mod tests {
                 }
             }
         }
-        // `qualify --filter attn_decode_rope_lanes` selects the lanes cases alone.
+        // `qualify --filter attn_decode_rope_lanes` selects the lanes cases alone (the gated
+        // lanes kernels have their own cases).
         for s in &specs {
-            let lanes = s.params.contains_key("lanes");
+            let lanes = s.params.contains_key("lanes") && !s.params.contains_key("gated");
             assert_eq!(
                 lanes,
                 s.entry.contains("attn_decode_rope_lanes"),
                 "{}",
                 s.entry
             );
+        }
+    }
+
+    #[test]
+    fn gated_specs_are_registered_and_named_apart() {
+        let specs = instantiations();
+        for kv in KvType::ALL {
+            for dims in QUALIFY_DIMS {
+                let r = AttnRoute::choose(kv, dims, 1);
+                let (one, lanes) = (r.gated_spec(GATED_STYLE), r.gated_lanes_spec(GATED_STYLE));
+                assert!(
+                    one.entry.starts_with("attn_decode_gated_neox_"),
+                    "{}",
+                    one.entry
+                );
+                assert!(
+                    lanes.entry.starts_with("attn_decode_gated_lanes_neox_"),
+                    "{}",
+                    lanes.entry
+                );
+                assert!(specs.contains(&one), "{} not registered", one.entry);
+                assert!(specs.contains(&lanes), "{} not registered", lanes.entry);
+            }
+        }
+        // `qualify --filter attn_decode_gated` selects the gated cases alone, and every
+        // gated kernel is a rope decode kernel.
+        for s in &specs {
+            let gated = s.params.contains_key("gated");
+            assert_eq!(gated, s.entry.contains("attn_decode_gated"), "{}", s.entry);
+            assert!(!gated || s.params.contains_key("rope"), "{}", s.entry);
         }
     }
 

@@ -34,8 +34,18 @@
   activation), final_out is [lanes, ...] with the lane's row at row `lane`, and the workspace holds the lane's partials as row `lane` (the
   per-lane kernel's bits, as long as the split grid is planned alike).
 
+  gated (rope, split mode only; one row or lanes): Qwen3.5/3.6's gated attention core in the
+  same launch. q arrives as the q_proj half of the stacked [q+gate | k | v] projection, each
+  head 2 * HD wide (query then gate: q head h at q + h * 2 * HD, its gate HD further), and k_new
+  / v_new are the k and v column blocks of the same row (the host points k_new, v_new there).
+  q and k_new get the per-head zero-centred RMSNorm y = x * rsqrt(mean(x^2) + eps) * (1 + w)
+  (weights q_norm / k_norm, [HD]) before RoPE, as norm/rmsnorm.cu computes it up to the order
+  of the sum of squares; the normalised output is multiplied by sigmoid(gate) wherever
+  final_out is written (the merge and the lone live split), with elementwise/pointwise.cu's
+  sigmoid_gate arithmetic. This replaces split_heads, two rmsnorm launches and sigmoid_gate.
+
   Params: hd (64 | 128 | 256), kv_type ("float" | "bf16_t"), nq, g, kt, mode, split, rope,
-  lanes (optional).
+  lanes (optional), gated (optional).
   Pointers must be 16-byte aligned (float4 / 4 x bf16 loads).
 
   Tensor cores would go in the two inner products below (Q K^T over the tile and P V):
@@ -55,6 +65,11 @@
 #define QS (HD + 4)           // padded row stride of the Q and K tiles: conflict-free float4 reads
 #define PS (KT + 1)           // padded row stride of the probabilities
 #define NEG_INF __uint_as_float(0xff800000u)
+{%- if gated is defined and gated %}
+#define QHS (2 * HD)          // floats from one q head to the next (query + gate)
+{%- else %}
+#define QHS HD
+{%- endif %}
 {%- if lanes is defined and lanes %}
 #define LANES_MAX 8
 // Per lane: its layer's cache buffers and its host position (the host's ops::attention::LaneTable).
@@ -71,9 +86,31 @@ __device__ __forceinline__ float4 ld4(const bf16_t* p) {
     return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
                        __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
 }
+{%- if gated is defined and gated %}
+// One head read through its zero-centred RMSNorm (norm/rmsnorm.cu's per-element
+// arithmetic: x * inv_rms * (1 + w)), so RoPE below sees the normalised values.
+struct NormedHead {
+    const float* x;
+    const float* w;
+    float inv;
+    __device__ __forceinline__ float operator[](int d) const {
+        return __fmul_rn(__fmul_rn(x[d], inv), __fadd_rn(1.0f, w[d]));
+    }
+};
+// out * sigmoid(gate) per element, with elementwise/pointwise.cu's sigmoid_gate arithmetic.
+__device__ __forceinline__ float4 gate4(float4 r, const float* gp) {
+    r.x = __fmul_rn(r.x, __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-gp[0]))));
+    r.y = __fmul_rn(r.y, __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-gp[1]))));
+    r.z = __fmul_rn(r.z, __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-gp[2]))));
+    r.w = __fmul_rn(r.w, __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-gp[3]))));
+    return r;
+}
+{%- endif %}
 {%- if rope %}
-// Element d of one head after RoPE, with rope/rope.cu's arithmetic.
-__device__ __forceinline__ float rope_elem(const float* h, int d, int rd, const float* cs,
+// Element d of one head after RoPE, with rope/rope.cu's arithmetic. H: a plain pointer, or
+// a NormedHead (gated).
+template <typename H>
+__device__ __forceinline__ float rope_elem(const H& h, int d, int rd, const float* cs,
                                            const float* sn) {
     if (d >= rd) return h[d];
     const int half = rd >> 1;
@@ -139,6 +176,11 @@ extern "C" __global__ void __launch_bounds__(NT)
                   // floats from one lane's row of q to the next's, and of k_new / v_new (the
                   // stacked qkv projection's row width when q, k, v are its column blocks)
                   long long q_stride, long long kv_stride
+{%- endif %}
+{%- if gated is defined and gated %},
+                  const float* __restrict__ q_norm,  // [HD], zero-centred
+                  const float* __restrict__ k_norm,  // [HD], zero-centred
+                  float eps
 {%- endif %})
 {
 {%- if lanes is defined and lanes %}
@@ -173,6 +215,7 @@ extern "C" __global__ void __launch_bounds__(NT)
     // The last tiles hold the latest rows, which see the most keys: start them first.
     const int v0 = (gridDim.x - 1 - blockIdx.x) * NQ;
     const long long qd = (long long)n_heads * HD;
+    const long long qd_in = (long long)n_heads * QHS;  // q's row (gated: with the gates)
     const long long kvw = (long long)n_kv * HD;
 
     {
@@ -270,6 +313,34 @@ extern "C" __global__ void __launch_bounds__(NT)
     const int live = min((pos0 + (min(v0 + NQ, nv) - 1) / rep + {{ split }} * split_mult) / ({{ split }} * split_mult), (int)gridDim.z);
     if ((int)blockIdx.z >= live) return;
 {%- endif %}
+{%- if gated is defined and gated %}
+    // The inverse RMS of each q vector of this block (its G lanes) and, in the blocks whose
+    // keys include pos0, of k_new's head g (warp 0): read after the wait, as both come
+    // from the predecessor.
+    __shared__ float q_inv[NQ];
+    __shared__ float k_inv;
+    {
+        const int r = threadIdx.x / G, sl = threadIdx.x % G;
+        const int v = v0 + r;
+        float ss = 0.f;
+        if (v < nv) {
+            const int i = v / rep, h = g * rep + v % rep;
+            const float* qh = q + i * qd_in + (long long)h * QHS;
+            for (int d = sl; d < HD; d += G) ss += qh[d] * qh[d];
+        }
+        ss = group_sum(ss);
+        if (sl == 0) q_inv[r] = rsqrtf(ss / (float)HD + eps);
+        if (k_begin <= pos0 && pos0 < k_end && threadIdx.x < 32) {
+            const float* kh = k_new + (long long)g * HD;
+            float sk = 0.f;
+            for (int d = threadIdx.x; d < HD; d += 32) sk += kh[d] * kh[d];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) sk += __shfl_xor_sync(0xffffffffu, sk, o);
+            if (threadIdx.x == 0) k_inv = rsqrtf(sk / (float)HD + eps);
+        }
+        __syncthreads();
+    }
+{%- endif %}
 
     for (int e = threadIdx.x; e < NQ * (HD / 4); e += NT) {
         const int r = e / (HD / 4), c = (e % (HD / 4)) * 4;
@@ -278,7 +349,11 @@ extern "C" __global__ void __launch_bounds__(NT)
         if (v < nv) {
             const int i = v / rep, h = g * rep + v % rep;
 {%- if rope %}
-            const float* qh = q + i * qd + (long long)h * HD;
+{%- if gated is defined and gated %}
+            const NormedHead qh = {q + i * qd_in + (long long)h * QHS, q_norm, q_inv[r]};
+{%- else %}
+            const float* qh = q + i * qd_in + (long long)h * QHS;
+{%- endif %}
             x = make_float4(rope_elem(qh, c, rotary_dim, rcs, rsn),
                             rope_elem(qh, c + 1, rotary_dim, rcs, rsn),
                             rope_elem(qh, c + 2, rotary_dim, rcs, rsn),
@@ -319,7 +394,11 @@ extern "C" __global__ void __launch_bounds__(NT)
                 if (p == pos0) {
                     // The step's own key and value: rotated here (the first tile's block
                     // stores them), used as the cache would return them.
+{%- if gated is defined and gated %}
+                    const NormedHead kh = {k_new + (long long)g * HD, k_norm, k_inv};
+{%- else %}
                     const float* kh = k_new + (long long)g * HD;
+{%- endif %}
                     const float* vh = v_new + (long long)g * HD + c;
                     float kk[4], vv[4];
 #pragma unroll
@@ -410,6 +489,9 @@ extern "C" __global__ void __launch_bounds__(NT)
             for (int c = 0; c < CPT; ++c) {
                 float4 r = acc[c];
                 r.x *= inv; r.y *= inv; r.z *= inv; r.w *= inv;
+{%- if gated is defined and gated %}
+                r = gate4(r, q + i * qd_in + (long long)h * QHS + HD + (c * G + slot) * 4);
+{%- endif %}
                 *(float4*)(dst + (c * G + slot) * 4) = r;
             }
         }
@@ -481,6 +563,9 @@ extern "C" __global__ void __launch_bounds__(NT)
         for (int c = 0; c < CPT; ++c) {
             float4 r = o[c];
             r.x *= inv; r.y *= inv; r.z *= inv; r.w *= inv;
+{%- if gated is defined and gated %}
+            r = gate4(r, q + i * qd_in + (long long)h * QHS + HD + (c * G + slot) * 4);
+{%- endif %}
             *(float4*)(dst + (c * G + slot) * 4) = r;
         }
     }

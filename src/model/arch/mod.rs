@@ -204,6 +204,23 @@ impl<B: Backend> KvRows<'_, '_, B> {
         }
     }
 
+    /// Qwen3.5/3.6's gated attention core over these rows, on the stacked projection `qkv`
+    /// ([`Backend::gated_attention`]).
+    pub(crate) fn gated_attention(
+        &mut self,
+        b: &B,
+        layer: usize,
+        qkv: &B::Act,
+        norms: crate::engine::backend::QkNorms<'_, B::Vector>,
+        shape: crate::engine::backend::AttnShape,
+        rope: &crate::engine::backend::Rope,
+    ) -> B::Act {
+        match self {
+            KvRows::One(kv) => b.gated_attention(kv, layer, qkv, norms, shape, rope),
+            KvRows::Lanes(kvs) => b.gated_attention_lanes(kvs, layer, qkv, norms, shape, rope),
+        }
+    }
+
     /// Marks the `rows` rows as held once every layer has run.
     pub(crate) fn advance(&mut self, b: &B, rows: usize) {
         match self {

@@ -7,7 +7,7 @@ use super::{
     check_lanes, check_nll_rows, tensor_f32, vocab_tensors, ArchError, CausalLm, KvRows,
     LogitsWanted, VocabValues,
 };
-use crate::engine::backend::{AttnShape, Backend, Rope, RopeStyle};
+use crate::engine::backend::{AttnShape, Backend, QkNorms, Rope, RopeStyle};
 use crate::model::precision::PrecisionOptions;
 use crate::model::{Architecture, ModelConfig, ModelFiles};
 use crate::ops::gdn::{GdnDims, StateType};
@@ -531,11 +531,6 @@ impl<B: Backend> Qwen35<B> {
         let b = &self.backend;
         let eps = self.config.rms_norm_eps;
         let zc = NormWeight::ZeroCentred;
-        let AttnShape {
-            n_heads,
-            n_kv_heads,
-            head_dim,
-        } = self.shape;
         // The input norm feeds one stacked projection per mixer: the backend may fuse it.
         let normed_linear = |w: &B::Linear| b.norm_linear(x, &l.input_norm, eps, zc, w);
         // The mixer's output before its out projection, and that projection.
@@ -547,13 +542,16 @@ impl<B: Backend> Qwen35<B> {
                 k_norm,
             } => {
                 let qkv = normed_linear(wqkv);
-                let (qg_w, kv_w) = (2 * n_heads * head_dim, n_kv_heads * head_dim);
-                let [qg, k, v]: [B::Act; 3] = super::split_n(b, &qkv, [qg_w, kv_w, kv_w]);
-                let (q, gate) = b.split_heads(&qg, n_heads, head_dim, head_dim);
-                let mut q = b.rmsnorm(&q, q_norm, eps, zc);
-                let mut k = b.rmsnorm(&k, k_norm, eps, zc);
-                let a = kv.rope_attention(b, li, &mut q, &mut k, &v, head_dim, &self.rope);
-                (b.sigmoid_gate(&a, &gate), o_proj)
+                // q/k norms, RoPE, attention and the output gate: one op, which a backend
+                // may run as one launch reading qkv in place.
+                let norms = QkNorms {
+                    q: q_norm,
+                    k: k_norm,
+                    eps,
+                    conv: zc,
+                };
+                let a = kv.gated_attention(b, li, &qkv, norms, self.shape, &self.rope);
+                (a, o_proj)
             }
             Mixer::Gdn {
                 in_proj,
