@@ -408,12 +408,14 @@ fn append_spec(kv: KvType) -> KernelSpec {
 }
 
 /// Whether the cuda backend runs a decode step's gated attention core (q/k norms, RoPE,
-/// attention, output gate) as one launch: yes unless the environment sets
-/// `NINFER_FUSED_ATTN=0` (an A/B switch: split_heads, two rmsnorms, the RoPE attention
-/// launch and sigmoid_gate, as before).
+/// attention, output gate) as one launch: only where the environment sets
+/// `NINFER_FUSED_ATTN=1`. Off by default: qualified and identical in the compare runs, but
+/// slower than the separate launches (split_heads, two rmsnorms, the RoPE attention launch
+/// and sigmoid_gate) on the synthetic 27B, H200, bf16 mode: one lane +89 us a step, 8 lanes
+/// +146 to +415 us (`bench/kernels` v87). Kept for A/B runs while its cost is understood.
 pub fn gated_fusion_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    super::linear_exact::switch_on(&ON, "NINFER_FUSED_ATTN")
+    super::linear_exact::switch_opt_in(&ON, "NINFER_FUSED_ATTN")
 }
 
 /// The one RoPE style the gated kernels are instantiated for (Qwen3.5/3.6's); another

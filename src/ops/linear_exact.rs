@@ -524,6 +524,12 @@ pub(super) fn switch_on(cell: &'static std::sync::OnceLock<bool>, var: &str) -> 
     *cell.get_or_init(|| std::env::var(var).map_or(true, |v| v != "0"))
 }
 
+/// An opt-in switch read once: on only where the environment sets `var` to something other
+/// than empty or `0` (a path kept for A/B runs that lost its measurement).
+pub(super) fn switch_opt_in(cell: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
+    *cell.get_or_init(|| crate::gpu::env_switch(var))
+}
+
 /// Whether [`ExactRoute::choose`] takes the ring kernel: yes unless the environment sets
 /// `NINFER_EXACT_RING=0` (an A/B switch for whole-model benchmarks in one run).
 pub fn ring_enabled() -> bool {
@@ -971,9 +977,10 @@ pub(super) struct Override {
     /// Mma kernel: K-ranges instead of [`super::linear_mma_exact::plan`]'s choice (1: one
     /// K-range of several slabs, the path without the scratch).
     pub(super) k_ranges: Option<u32>,
-    /// Mma kernel: K-ranges added by the second launch (`splitk_sum.cu`), as
-    /// `NINFER_SPLITK_FUSED=0` has it, instead of by the kernel's last block.
-    pub(super) split_sum: bool,
+    /// Mma kernel: who adds a split launch's K-ranges: `Some(true)` the second launch
+    /// (`splitk_sum.cu`), `Some(false)` the kernel's last block of each m-range, `None` what
+    /// the process takes ([`super::linear_mma_exact::splitk_fused_enabled`]).
+    pub(super) split_sum: Option<bool>,
     /// Qualification: launch twice (the first into another buffer, then, but for the SwiGLU
     /// epilogue, once with [`Override::split_sum`] into a third), checking the last (the
     /// split-K counters left zero) and that all have the same bits.
@@ -1248,7 +1255,11 @@ pub(super) fn launch_inner(
     }
     // The sums of a SwiGLU launch must be whole before the silu: several K-ranges only
     // where the kernel's last block adds them (the second launch has no silu).
-    let fused = super::linear_mma_exact::splitk_fused_enabled() && !over.split_sum;
+    let fused = over
+        .split_sum
+        .map_or_else(super::linear_mma_exact::splitk_fused_enabled, |second| {
+            !second
+        });
     let over = if swiglu && !fused {
         Override {
             k_ranges: Some(1),
@@ -1562,7 +1573,7 @@ fn check(
         let mut v = vec![(gpu.upload(&vec![f32::NAN; t * n_out])?, over)];
         if !swiglu {
             let second = Override {
-                split_sum: true,
+                split_sum: Some(true),
                 ..over
             };
             v.push((gpu.upload(&vec![f32::NAN; t * n_out])?, second));
@@ -1654,8 +1665,10 @@ fn check(
     if let Some(kr) = over.k_ranges {
         shape += &format!(" kr={kr}");
     }
-    if over.split_sum {
-        shape += " splitk_sum";
+    match over.split_sum {
+        Some(true) => shape += " splitk_sum",
+        Some(false) => shape += " fused",
+        None => {}
     }
     if over.twice {
         shape += " x2";

@@ -113,12 +113,15 @@ pub fn split_k_enabled() -> bool {
 }
 
 /// Whether a split-K launch adds its K-ranges' sums itself (the last block of each m-range,
-/// `templates/linear/mma_exact.cuh`'s `splitk_finish`): yes unless the environment sets
-/// `NINFER_SPLITK_FUSED=0` (an A/B switch: the second launch, `splitk_sum.cu`, adds them,
-/// and the SwiGLU epilogue runs one K-range).
+/// `templates/linear/mma_exact.cuh`'s `splitk_finish`; the SwiGLU epilogue then takes split
+/// plans): only where the environment sets `NINFER_SPLITK_FUSED=1`. Off by default, so the
+/// second launch (`splitk_sum.cu`) adds them and the SwiGLU epilogue runs one K-range: the
+/// fused form qualifies but made the synthetic 27B's 8-lane bf16 step 485 us slower on the
+/// H200 (8,559 -> 9,044 us, `bench/kernels` v87; the finish code raises every T = 8 mma
+/// kernel's register spills). Kept for A/B runs while that is fixed.
 pub fn splitk_fused_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    super::linear_exact::switch_on(&ON, "NINFER_SPLITK_FUSED")
+    super::linear_exact::switch_opt_in(&ON, "NINFER_SPLITK_FUSED")
 }
 
 /// The split per column tile: 16 warps (one block per SM) up to 16 columns; at 32 columns
@@ -619,7 +622,7 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         ks: None,
         exact_tile: false,
         k_ranges: None,
-        split_sum: false,
+        split_sum: None,
         twice: false,
     };
     // One K-range of several slabs: the path without the scratch.
@@ -631,18 +634,24 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         k_ranges: Some(1),
         ..forced
     };
-    // Three K-ranges; the same launched twice in a row (the split-K counters reset, the
-    // same bits); and added by the second launch (splitk_sum.cu).
+    // Three K-ranges and the same launched twice in a row (the split-K counters reset, the
+    // same bits), both added by the kernel's last blocks (whatever the process default);
+    // and the plan's K-ranges added by the second launch (splitk_sum.cu) and by the last
+    // blocks.
+    let fused = Override {
+        split_sum: Some(false),
+        ..plain
+    };
     let three = Override {
         k_ranges: Some(3),
-        ..plain
+        ..fused
     };
     let twice = Override {
         twice: true,
-        ..plain
+        ..fused
     };
     let split_sum = Override {
-        split_sum: true,
+        split_sum: Some(true),
         ..plain
     };
     let mut v: Vec<Case> = vec![(odd, 1000, 2048, forced_one)];
@@ -653,6 +662,7 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         // case has I = 500, a partial pair of m-tiles, several slabs and many pairs a block,
         // then the same in K-ranges on a grid of 5 blocks (one m-range of every pair).
         v.push((tt, 34816, 5120, plain));
+        v.push((tt, 34816, 5120, fused));
         v.push((tt, 34816, 5120, one_range));
         v.push((odd, 3072, 576, plain));
         v.push((odd, 3072, 576, three));
@@ -673,6 +683,7 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
             v.push((tt, 17408, 5120, plain));
             v.push((tt, 17408, 5120, one_range));
             v.push((tt, 17408, 5120, split_sum));
+            v.push((tt, 17408, 5120, fused));
             v.push((tt, 5120, 6144, twice));
             v.push((odd, 576, 1536, three));
             v.push((odd, 5120, 17408, plain));
@@ -692,6 +703,7 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         PrologueKind::RmsNorm(_) => {
             v.push((tt, 17408, 5120, plain));
             v.push((tt, 17408, 5120, split_sum));
+            v.push((tt, 17408, 5120, fused));
             v.push((odd, 5120, 6144, twice));
             v.push((odd, 1536, 576, plain));
             v.push((odd, 1536, 576, three));
