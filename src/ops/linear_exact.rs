@@ -2136,6 +2136,66 @@ pub fn launched_route(route: &ExactRoute, n: usize, k: usize) -> ExactRoute {
     r
 }
 
+/// A one-column bench launch's inputs: rotation copies of a random `[n, k]` weight, x (two
+/// rows' worth, for the SwiGLU prologue), a norm weight, y and the residual (used with that
+/// epilogue), drawn in that order.
+struct OneColumnCase {
+    layout: Layout,
+    weights: Vec<DeviceWeight>,
+    kind: PrologueKind,
+    epilogue: Epilogue,
+    x: CudaSlice<f32>,
+    nw: CudaSlice<f32>,
+    y: CudaSlice<f32>,
+    r: CudaSlice<f32>,
+}
+
+impl OneColumnCase {
+    fn new(
+        gpu: &Gpu,
+        format: &'static Format,
+        (n, k): (usize, usize),
+        kind: PrologueKind,
+        epilogue: Epilogue,
+        rng: &mut impl Rng,
+    ) -> Result<Self, GpuError> {
+        let layout = Layout::new(format, n, k).expect("bench shapes fit");
+        let sets = rotation_sets(gpu, layout.total_bytes);
+        let payload = random_payload(format, &layout, rng);
+        let weights: Vec<DeviceWeight> = (0..sets)
+            .map(|_| DeviceWeight::upload(gpu, format, layout, &payload))
+            .collect::<Result<_, _>>()?;
+        let xs: Vec<f32> = (0..2 * k).map(|_| rng.sample(StandardNormal)).collect();
+        let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
+        Ok(OneColumnCase {
+            layout,
+            weights,
+            kind,
+            epilogue,
+            x: gpu.upload(&xs)?,
+            nw: gpu.upload(&nw)?,
+            y: gpu.alloc_zeros(n)?,
+            r: gpu.alloc_zeros(n)?,
+        })
+    }
+
+    fn x(&self, gpu: &Gpu) -> u64 {
+        dptr(gpu, &self.x)
+    }
+
+    fn y(&self, gpu: &Gpu) -> u64 {
+        dptr(gpu, &self.y)
+    }
+
+    fn residual(&self, gpu: &Gpu) -> Option<u64> {
+        (self.epilogue == Epilogue::Residual).then(|| dptr(gpu, &self.r))
+    }
+
+    fn prologue(&self, gpu: &Gpu) -> Prologue {
+        Prologue::of_kind(self.kind, dptr(gpu, &self.nw), 1e-6)
+    }
+}
+
 /// The one-column decode linears with their prologues and epilogues, 20 launches back to
 /// back per sample (as a captured decode step runs them, PDL included), q4_g64: SmolLM2's
 /// five (qkv, o, gate_up, down, the head) and 576 -> 1536 + RMSNorm, each by the route the
@@ -2168,20 +2228,14 @@ fn bench_prologues(
         ((5120, 17408), PrologueKind::Swiglu, Epilogue::Residual),
     ];
     for ((n, k), kind, epilogue) in cases {
-        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(q4, &layout, rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
-            .collect::<Result<_, _>>()?;
-        let xs: Vec<f32> = (0..2 * k).map(|_| rng.sample(StandardNormal)).collect();
-        let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
-        let (x, nw) = (gpu.upload(&xs)?, gpu.upload(&nw)?);
-        let y: CudaSlice<f32> = gpu.alloc_zeros(n)?;
-        let r: CudaSlice<f32> = gpu.alloc_zeros(n)?;
-        let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
-        let res = (epilogue == Epilogue::Residual).then_some(rp);
-        let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
+        let case = OneColumnCase::new(gpu, q4, (n, k), kind, epilogue, rng)?;
+        let (layout, weights, sets) = (case.layout, &case.weights, case.weights.len());
+        let (xp, yp, res, prologue) = (
+            case.x(gpu),
+            case.y(gpu),
+            case.residual(gpu),
+            case.prologue(gpu),
+        );
         let chosen = ExactRoute::choose_with(q4, 1, epilogue, kind).expect("instantiated");
         // (route, label, launched as it is)
         let mut runs = vec![(
@@ -2261,20 +2315,14 @@ fn bench_ring_mlp(
         ((5120, 17408), PrologueKind::None, Epilogue::Residual),
     ];
     for ((n, k), kind, epilogue) in cases {
-        let layout = Layout::new(q4, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(q4, &layout, rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, q4, layout, &payload))
-            .collect::<Result<_, _>>()?;
-        let xs: Vec<f32> = (0..2 * k).map(|_| rng.sample(StandardNormal)).collect();
-        let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
-        let (x, nw) = (gpu.upload(&xs)?, gpu.upload(&nw)?);
-        let y: CudaSlice<f32> = gpu.alloc_zeros(n)?;
-        let r: CudaSlice<f32> = gpu.alloc_zeros(n)?;
-        let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
-        let res = (epilogue == Epilogue::Residual).then_some(rp);
-        let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
+        let case = OneColumnCase::new(gpu, q4, (n, k), kind, epilogue, rng)?;
+        let (layout, weights, sets) = (case.layout, &case.weights, case.weights.len());
+        let (xp, yp, res, prologue) = (
+            case.x(gpu),
+            case.y(gpu),
+            case.residual(gpu),
+            case.prologue(gpu),
+        );
         let route = if epilogue == Epilogue::Swiglu {
             let plain = ExactRoute::choose_with(q4, 1, Epilogue::None, kind).expect("instantiated");
             ring_with_swiglu_epilogue(&plain, &weights[0]).expect("a ring split of even rows")
