@@ -72,9 +72,52 @@ impl Gpu {
             kernel,
             args: Vec::new(),
             ptrs: Vec::new(),
+            cluster: 1,
             _borrow: PhantomData,
         }
     }
+
+    /// How many clusters of `cluster` blocks of `f` (`threads` a block, `smem` dynamic
+    /// shared bytes, granted beforehand) can be resident at once (sm_90's thread block
+    /// clusters: a cluster's blocks run together on SMs of one GPC, so this can be less
+    /// than the resident blocks over `cluster`).
+    pub fn max_active_clusters(
+        &self,
+        f: &CudaFunction,
+        cluster: u32,
+        threads: u32,
+        smem: u32,
+    ) -> Result<u32, DriverError> {
+        self.context().bind_to_thread()?;
+        let mut attr = cluster_attribute(cluster);
+        let config = sys::CUlaunchConfig {
+            gridDimX: cluster,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: threads,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: smem,
+            hStream: self.stream().cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        let mut n: std::ffi::c_int = 0;
+        // SAFETY: the config and its one attribute outlive the call; `n` is written.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f.cu_function(), &config) }.result()?;
+        Ok(n.max(0) as u32)
+    }
+}
+
+/// The launch attribute that groups blocks into clusters of `cluster` along x.
+fn cluster_attribute(cluster: u32) -> sys::CUlaunchAttribute {
+    // SAFETY: all-zero bits are a valid attribute (id 0 = ignored) before we set it.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    attr
 }
 
 /// Whether a launch carries the attribute: the kernel waits and the device switch is on.
@@ -91,6 +134,8 @@ pub struct Launch<'a> {
     args: Vec<Param>,
     /// Device addresses of buffer arguments (`Param::Buffer` indexes them).
     ptrs: Vec<u64>,
+    /// Blocks a thread block cluster (1: no cluster attribute).
+    cluster: u32,
     _borrow: PhantomData<&'a ()>,
 }
 
@@ -165,6 +210,13 @@ impl<'a> Launch<'a> {
         uses_pdl(self.kernel.programmatic, self.gpu.pdl())
     }
 
+    /// Launches the grid in thread block clusters of `cluster` blocks along x (sm_90; the
+    /// grid's x a multiple of it). 1, the default, launches without clusters.
+    pub fn cluster(&mut self, cluster: u32) -> &mut Self {
+        self.cluster = cluster.max(1);
+        self
+    }
+
     /// Queues the kernel.
     ///
     /// # Safety
@@ -176,7 +228,7 @@ impl<'a> Launch<'a> {
         let f = self.kernel.func.cu_function();
         // The parameter pointers, taken now that `ptrs` no longer grows.
         let mut params = param_pointers(&self.args, &mut self.ptrs);
-        if !self.programmatic() {
+        if !self.programmatic() && self.cluster == 1 {
             return cudarc::driver::result::launch_kernel(
                 f,
                 cfg.grid_dim,
@@ -186,10 +238,18 @@ impl<'a> Launch<'a> {
                 &mut params,
             );
         }
-        // SAFETY: all-zero bits are a valid attribute (id 0 = ignored) before we set it.
-        let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
+        let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::with_capacity(2);
+        if self.programmatic() {
+            // SAFETY: all-zero bits are a valid attribute (id 0 = ignored) before we set it.
+            let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
+            attr.id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            attrs.push(attr);
+        }
+        if self.cluster > 1 {
+            attrs.push(cluster_attribute(self.cluster));
+        }
         let config = sys::CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,
             gridDimY: cfg.grid_dim.1,
@@ -199,8 +259,8 @@ impl<'a> Launch<'a> {
             blockDimZ: cfg.block_dim.2,
             sharedMemBytes: cfg.shared_mem_bytes,
             hStream: stream.cu_stream(),
-            attrs: &mut attr,
-            numAttrs: 1,
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: attrs.len() as u32,
         };
         sys::cuLaunchKernelEx(&config, f, params.as_mut_ptr(), std::ptr::null_mut()).result()
     }

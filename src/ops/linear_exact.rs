@@ -661,19 +661,33 @@ impl ExactRoute {
                 warps,
                 unroll,
                 mt: 0,
+                cluster,
                 ..
-            }) => KernelSpec::new(
-                "linear_exact",
-                "linear/gemv_mma.cu",
-                format!(
-                    "linear_exact_mma_{f}_{e}_t{}_w{warps}_u{unroll}{pro}{b16}",
-                    self.tt
-                ),
-            )
-            .param("warps", warps)
-            .param("unroll", unroll)
-            .param("prologue", self.prologue.param())
-            .programmatic(),
+            }) => {
+                // Only tiles in clusters carry the param (the others' specs stay as they were).
+                let c = if cluster > 1 {
+                    format!("_c{cluster}")
+                } else {
+                    String::new()
+                };
+                let spec = KernelSpec::new(
+                    "linear_exact",
+                    "linear/gemv_mma.cu",
+                    format!(
+                        "linear_exact_mma_{f}_{e}_t{}_w{warps}_u{unroll}{c}{pro}{b16}",
+                        self.tt
+                    ),
+                )
+                .param("warps", warps)
+                .param("unroll", unroll)
+                .param("prologue", self.prologue.param())
+                .programmatic();
+                if cluster > 1 {
+                    spec.param("cluster", cluster)
+                } else {
+                    spec
+                }
+            }
             ExactKernel::Mma(MmaTile { warps, mt, .. }) => KernelSpec::new(
                 "linear_exact",
                 "linear/gemv_mma_ring.cu",
@@ -1342,6 +1356,15 @@ pub(super) fn launch_inner(
             }
             let (p, scratch) =
                 super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?;
+            if !p.clusters_fit {
+                // A plan clusters cannot run (several slabs a K-range, or not one whole
+                // cluster resident): the same tile without clusters.
+                let other = ExactRoute {
+                    kernel: ExactKernel::Mma(tile.clustered(1)),
+                    ..route.clone()
+                };
+                return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
+            }
             if tile.mt > 0 && !p.one_slab(k / w.format.group) {
                 // The ring kernel stages its whole K-range: without room for that (no scratch
                 // for K-ranges' sums, e.g. a first use inside a graph capture) the register
@@ -1413,8 +1436,10 @@ pub(super) fn launch_inner(
             b.arg(&slab).arg(&pw).arg(&eps);
         }
         let kr_i = kr as i32;
-        if matches!(route.kernel, ExactKernel::Mma(_)) {
+        if let ExactKernel::Mma(tile) = route.kernel {
             b.arg(&kr_i).arg(&part).arg(&counters);
+            // The plan's grid is a whole number of clusters (`clusters_fit` above).
+            b.cluster(tile.cluster);
         }
         // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
         // (gemv_mma.cu the same, its groups per slab and shared memory from

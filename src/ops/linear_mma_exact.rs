@@ -43,19 +43,27 @@ use crate::jit::KernelSpec;
 /// multiplies at once in `gemv_mma_ring.cu` (weights through a cp.async ring). With `bf16`
 /// the activations are rounded to bf16, one column a token instead of three exact pieces
 /// (the templates' `parts = 1`): the bf16 mode's precision trade, a third of the mma work
-/// and of the staged activations.
+/// and of the staged activations. With `cluster` > 1 (the register kernel only) the blocks
+/// run in thread block clusters of that many, which stage their shared K-range of
+/// activations together (`gemv_mma.cu`'s header): see [`cluster_size`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MmaTile {
     pub warps: u32,
     pub unroll: u32,
     pub mt: u32,
     pub bf16: bool,
+    pub cluster: u32,
 }
 
 impl MmaTile {
     /// This split with the activations rounded to bf16 where `bf16` holds.
     pub fn rounding(self, bf16: bool) -> MmaTile {
         MmaTile { bf16, ..self }
+    }
+
+    /// This split in clusters of `cluster` blocks (1: none).
+    pub fn clustered(self, cluster: u32) -> MmaTile {
+        MmaTile { cluster, ..self }
     }
 
     /// Split columns a token: three exact bf16 pieces, or one rounded.
@@ -132,6 +140,36 @@ pub fn mma_tile(tt: u32) -> MmaTile {
         unroll: 8,
         mt: 0,
         bf16: false,
+        cluster: if CLUSTER_TT.contains(&tt) {
+            cluster_size()
+        } else {
+            1
+        },
+    }
+}
+
+/// Column tiles whose register-kernel tile runs in clusters ([`cluster_size`]).
+pub const CLUSTER_TT: [u32; 3] = [8, 16, 32];
+
+/// The cluster size of the register kernel's tiles at [`CLUSTER_TT`], from
+/// `NINFER_MMA_CLUSTER` (read once): `1` no clusters, `2` or `4`; unset, [`CLUSTER_DEFAULT`].
+/// A launch whose plan a cluster cannot run (several slabs a K-range, or too few clusters
+/// resident) runs the same tile without clusters.
+pub fn cluster_size() -> u32 {
+    static SIZE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| parse_cluster(std::env::var("NINFER_MMA_CLUSTER").ok().as_deref()))
+}
+
+/// The default cluster size (1 until the H200 run that measures 2 and 4: bench/kernels v88).
+pub const CLUSTER_DEFAULT: u32 = 1;
+
+/// The value of `NINFER_MMA_CLUSTER`: 1, 2 or 4; anything else (or unset) the default.
+fn parse_cluster(v: Option<&str>) -> u32 {
+    match v.map(str::trim) {
+        Some("1") => 1,
+        Some("2") => 2,
+        Some("4") => 4,
+        _ => CLUSTER_DEFAULT,
     }
 }
 
@@ -146,6 +184,7 @@ pub fn mma_ring_tile() -> MmaTile {
         unroll: 0,
         mt: 2,
         bf16: false,
+        cluster: 1,
     }
 }
 
@@ -308,6 +347,10 @@ pub fn routes() -> Vec<ExactRoute> {
                 kinds.extend(PrologueKind::FUSED);
             }
             let mut tiles = vec![mma_tile(tt)];
+            if mma_tile(tt).cluster > 1 {
+                // What a launch whose plan a cluster cannot run takes instead.
+                tiles.push(mma_tile(tt).clustered(1));
+            }
             if MMA_RING_TT.contains(&tt) {
                 tiles.push(mma_ring_tile());
             }
@@ -358,12 +401,15 @@ fn smem_parts(format: &Format, tt: u32, tile: MmaTile, rms: bool) -> (usize, usi
 /// kr; kr > 1 leaves the K-ranges' sums in the scratch, added by the kernel's last block of
 /// each m-range or by `launch_sum`), `slab` groups
 /// staged at a time and `smem` dynamic shared bytes (one slab, then the slices' sums).
+/// `clusters_fit` is whether a tile with clusters can run it (one slab a K-range, m-ranges
+/// a whole number of clusters); always true without clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MmaPlan {
     pub grid: u32,
     pub kr: usize,
     pub slab: usize,
     pub smem: usize,
+    pub clusters_fit: bool,
 }
 
 /// What a launch may take: `resident` blocks at once, `smem` shared bytes a block (the
@@ -385,7 +431,9 @@ pub struct Room {
 /// again. `force_kr` (qualification) replaces the choice, within what fits.
 ///
 /// The ring kernel (`tile.mt` > 0) stages its whole K-range at once: a plan whose slab is
-/// smaller than its K-range ([`MmaPlan::one_slab`] false) is not one it can run.
+/// smaller than its K-range ([`MmaPlan::one_slab`] false) is not one it can run. A tile in
+/// clusters (`resident` then counts the blocks of the clusters that fit at once) stages its
+/// K-range once too, and takes the m-ranges down to a whole number of clusters.
 pub fn plan(
     format: &Format,
     tt: u32,
@@ -422,16 +470,22 @@ pub fn plan(
     let range = groups.div_ceil(kr);
     let slabs = range.div_ceil(slab_max);
     let slab = range.div_ceil(slabs);
-    let grid = if kr == 1 && slabs > 1 {
-        resident.max(mtiles.div_ceil(warps as usize)).min(mtiles)
+    let cluster = tile.cluster.max(1) as usize;
+    let (grid, clusters_fit) = if kr == 1 && slabs > 1 {
+        let grid = resident.max(mtiles.div_ceil(warps as usize)).min(mtiles);
+        (grid, cluster == 1)
     } else {
-        (resident / kr).clamp(1, mtiles) * kr
+        let mr = (resident / kr).clamp(1, mtiles);
+        let whole = mr / cluster * cluster;
+        let fit = cluster == 1 || (slabs == 1 && whole > 0);
+        (if cluster > 1 && fit { whole } else { mr } * kr, fit)
     };
     MmaPlan {
         grid: grid as u32,
         kr,
         slab,
         smem: slab * per_group + red,
+        clusters_fit,
     }
 }
 
@@ -521,8 +575,14 @@ pub(super) fn geometry(
     let rms = matches!(route.prologue, PrologueKind::RmsNorm(_));
     let most = plan(route.format, route.tt, tile, rms, (n, k), alone, Some(1)).smem;
     gpu.grant_shared_memory(f, most, entry)?;
-    let resident =
-        blocks_per_sm(gpu, f, entry, threads, most)? as usize * gpu.props().sm_count as usize;
+    let resident = if tile.cluster > 1 {
+        let c = gpu
+            .max_active_clusters(f, tile.cluster, threads, most as u32)
+            .map_err(|e| GpuError::driver(format!("cluster occupancy of {entry}"), e))?;
+        c as usize * tile.cluster as usize
+    } else {
+        blocks_per_sm(gpu, f, entry, threads, most)? as usize * gpu.props().sm_count as usize
+    };
     let resident = over.max_grid.map_or(resident, |g| resident.min(g as usize));
     let force = over.k_ranges.or_else(|| (!split_k_enabled()).then_some(1));
     let room = Room {
@@ -1168,7 +1228,95 @@ mod tests {
                 compiled += 1;
             }
         }
-        assert_eq!(compiled, 2, "the exact and the bf16 tile");
+        let tiles = if mma_tile(8).cluster > 1 { 4 } else { 2 };
+        assert_eq!(
+            compiled, tiles,
+            "the exact and the bf16 tile (in clusters and without)"
+        );
+    }
+
+    #[test]
+    fn cluster_plans_stage_one_slab_in_whole_clusters() {
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let room = |resident, scratch| Room {
+            resident,
+            smem: MMA_SMEM,
+            scratch,
+        };
+        for c in [2u32, 4] {
+            for bf16 in [false, true] {
+                let tile = mma_tile(8).rounding(bf16).clustered(c);
+                for (n, k) in [(17408, 5120), (5120, 17408), (5120, 6144), (34816, 5120)] {
+                    for resident in [132, 130, 128] {
+                        let p = plan(
+                            q4,
+                            8,
+                            tile,
+                            true,
+                            (n, k),
+                            room(resident, Gpu::SCRATCH_BYTES),
+                            None,
+                        );
+                        let what = format!("c{c} bf16 {bf16} {n}x{k} {resident}");
+                        assert!(p.clusters_fit, "{what}");
+                        assert!(p.one_slab(k / q4.group), "{what}");
+                        let mr = p.grid as usize / p.kr;
+                        assert!(mr.is_multiple_of(c as usize) && mr > 0, "{what}");
+                        assert!(p.grid as usize <= resident, "{what}");
+                        // Without clusters the same plan but for the whole clusters.
+                        let one = plan(
+                            q4,
+                            8,
+                            tile.clustered(1),
+                            true,
+                            (n, k),
+                            room(resident, Gpu::SCRATCH_BYTES),
+                            None,
+                        );
+                        assert_eq!((one.kr, one.slab), (p.kr, p.slab), "{what}");
+                        assert_eq!(
+                            one.grid as usize / one.kr / c as usize,
+                            mr / c as usize,
+                            "{what}"
+                        );
+                    }
+                }
+                // Several slabs a K-range (no scratch for K-ranges' sums): not for clusters.
+                let p = plan(q4, 8, tile, false, (5120, 17408), room(132, 0), None);
+                assert!(!p.clusters_fit && !p.one_slab(17408 / q4.group));
+                // Fewer resident blocks than one cluster.
+                let p = plan(
+                    q4,
+                    8,
+                    tile,
+                    false,
+                    (17408, 5120),
+                    room(1, Gpu::SCRATCH_BYTES),
+                    Some(1),
+                );
+                assert!(!p.clusters_fit || c == 1);
+            }
+        }
+        // Without clusters every plan fits.
+        let p = plan(
+            q4,
+            8,
+            mma_tile(8).clustered(1),
+            false,
+            (34816, 5120),
+            room(132, 0),
+            None,
+        );
+        assert!(p.clusters_fit);
+    }
+
+    #[test]
+    fn the_cluster_switch_takes_1_2_or_4() {
+        assert_eq!(parse_cluster(Some("1")), 1);
+        assert_eq!(parse_cluster(Some(" 4 ")), 4);
+        assert_eq!(parse_cluster(Some("2")), 2);
+        assert_eq!(parse_cluster(Some("3")), CLUSTER_DEFAULT);
+        assert_eq!(parse_cluster(None), CLUSTER_DEFAULT);
     }
 
     #[test]

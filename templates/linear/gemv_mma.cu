@@ -51,6 +51,16 @@
   passes. Each warp's first buffer of weights of a slab is loaded before the slab is
   staged, so the staging overlaps its DRAM latency.
 
+  Clusters (`cluster` > 1, sm_90): every block stages its whole K-range's activations
+  (T x K-range floats from L2, converted; at T = 8 and K = 5120 160 KB a block, about two
+  fifths of a launch before its first mma: bench/kernels v59), all blocks at once. With a
+  cluster of C blocks launched together (the host's cluster attribute), the cluster's blocks
+  share one K-range (mma_exact.cuh's block_ranges) and each stages a C-th of its units into
+  every block's shared memory (st_staged), so the activations leave L2 once a cluster. The
+  host then plans one slab a K-range and m-ranges a multiple of C; the staging runs once,
+  before the passes, behind two cluster barriers (every block has started; every share is
+  in place). The values staged, and so the outputs, are the same bits as without.
+
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a thread only
   computes its m-tile and slice and loads its first weights and scales (uploaded once,
   written by no kernel). Every thread then waits once, straight-line (no return before
@@ -71,7 +81,8 @@
   several K-ranges both land in the m-range's part rows, which its last block adds before
   the silu (the sums must be whole: only the fused reduction takes kr > 1 here).
 
-  Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, epilogue
+  Params: format (4 or 8 bits, groups a multiple of 32), tt, warps, unroll, cluster (1, 2
+  or 4; default 1), epilogue
   ("none" | "residual" | "swiglu"), act ("f32"), parts (3, the default, or 1), prologue ("none" |
   "rmsnorm" | "rmsnorm1p" | "swiglu"). Arguments after K: slab (groups per slab), pw, eps, kr (K-ranges; gridDim.x
   a multiple of it), part (kr > 1: [kr][T][N] f32 sums, then with RMSNorm [kr][T] sums
@@ -130,10 +141,15 @@
 #error "the SwiGLU epilogue's input is not itself a gate_up"
 #endif
 
+#define CLUSTER {{ cluster | default(value=1) }}  // blocks a cluster staging one K-range together
 #define ROWS 16                        // rows of a warp's stream in a pass: one m-tile
 // Lane quad t holds the group's bytes [8 perm(t), +8) after the swap, perm = 0, 2, 1, 3.
 #define STAGE_LANE(tq) ((((tq) & 1) << 1) | ((tq) >> 1))
 {% include "linear/mma_exact.cuh" %}
+
+// With RMSNorm, each staging unit's sum of squares (slab x T x 4 floats), after the sums'
+// region `red`.
+__device__ __forceinline__ float* ssu_at(float* red) { return red + WARPS * 16 * RED_LD; }
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
@@ -165,8 +181,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     const int mtiles = (N + 15) / 16;
 #endif
     const int mr = gridDim.x / kr;
-    const int mrange = blockIdx.x / kr;
-    const int kb = blockIdx.x - mrange * kr;
+    int mrange, kb;
+    block_ranges(kr, mrange, kb);
     const int mb0 = (int)((long long)mrange * mtiles / mr);
     const int mb1 = (int)((long long)(mrange + 1) * mtiles / mr);
     const int g0 = (int)((long long)kb * groups / kr);
@@ -241,6 +257,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         ge = s0 + (slice + 1) * sg / ks;
     };
 
+#if CLUSTER > 1
+    cluster_arrive_relaxed();  // this block has started (waited for before the staging)
+#endif
     int gb, ge;
     next_pass();
     slice_of(g0, gb, ge);
@@ -322,10 +341,39 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     // The sums' region, after the slab's; with RMSNorm then each staging unit's sum of
     // squares (slab x T x 4 floats).
     float* red = (float*)(smem4 + (long long)slab * NT * XQ * 32);
-#if PRO_RMS
-    float* ssu = red + WARPS * 16 * RED_LD;
-#endif
     int staged = -1;  // the slab in shared memory (its first group), none yet
+    // Stages the slab of sg groups from s0 (linear/mma_exact.cuh) and, with RMSNorm, adds
+    // its squares to the K-range's running sums.
+    auto stage_slab = [&](int s0, int sg) {
+#if CLUSTER > 1
+        // The cluster's blocks each stage a share into every block: all have started, and
+        // after the barrier all shares are in place. One slab a K-range (the host's plan),
+        // staged once, before the passes, by every block (also one with no m-tile).
+        cluster_wait();
+        stage_split(smem4, PRO_RMS ? ssu_at(red) : nullptr, x, x_stride, pw, s0, sg, T, K,
+                    cluster_rank());
+        cluster_sync();
+#else
+        __syncthreads();  // every warp is done reading the previous slab
+        stage_split(smem4, PRO_RMS ? ssu_at(red) : nullptr, x, x_stride, pw, s0, sg, T, K);
+        __syncthreads();
+#endif
+        staged = s0;
+#if PRO_RMS
+        // Column w's squares of this slab, warp w, in a fixed order; added to the
+        // K-range's running sum (reset by the K-range's first slab).
+        const float* ssu = ssu_at(red);
+        for (int w = warp; w < T; w += WARPS) {
+            float a = 0.0f;
+            for (int j = lane; j < sg * 4; j += 32) a += ssu[((j >> 2) * T + w) * 4 + (j & 3)];
+            a = warp_sum(a);
+            if (lane == 0) ss_blk[w] = (s0 == g0 ? 0.0f : ss_blk[w]) + a;
+        }
+#endif
+    };
+#if CLUSTER > 1
+    stage_slab(g0, g1 - g0);
+#endif
     while (pmn > 0) {
 #pragma unroll
         for (int j = 0; j < NT; ++j)
@@ -338,28 +386,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                 slice_of(s0, gb, ge);
                 load(rawA, scA, gb, ge);  // the registers are free: this warp's last compute is done
             }
-            if (s0 != staged) {
-                __syncthreads();  // every warp is done reading the previous slab
-
-                // Stage the slab (linear/mma_exact.cuh).
-#if PRO_RMS
-                stage_split(smem4, ssu, x, x_stride, pw, s0, sg, T, K);
-#else
-                stage_split(smem4, nullptr, x, x_stride, pw, s0, sg, T, K);
-#endif
-                __syncthreads();
-                staged = s0;
-#if PRO_RMS
-                // Column w's squares of this slab, warp w, in a fixed order; added to the
-                // K-range's running sum (reset by the K-range's first slab).
-                for (int w = warp; w < T; w += WARPS) {
-                    float a = 0.0f;
-                    for (int j = lane; j < sg * 4; j += 32) a += ssu[((j >> 2) * T + w) * 4 + (j & 3)];
-                    a = warp_sum(a);
-                    if (lane == 0) ss_blk[w] = (s0 == g0 ? 0.0f : ss_blk[w]) + a;
-                }
-#endif
-            }
+            if (s0 != staged) stage_slab(s0, sg);
 
             // Stream this warp's slice, two buffers of UNROLL groups: load one while the
             // other is multiplied.

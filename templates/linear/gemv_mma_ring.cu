@@ -154,8 +154,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     // This block's m-range (chunks [mb0, mb1)) and K-range ([g0, g1)).
     const int chunks = (N + ROWS - 1) / ROWS;
     const int mr = gridDim.x / kr;
-    const int mrange = blockIdx.x / kr;
-    const int kb = blockIdx.x - mrange * kr;
+    int mrange, kb;
+    block_ranges(kr, mrange, kb);
     const int mb0 = (int)((long long)mrange * chunks / mr);
     const int mb1 = (int)((long long)(mrange + 1) * chunks / mr);
     const int g0 = (int)((long long)kb * groups / kr);

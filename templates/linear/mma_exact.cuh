@@ -9,6 +9,74 @@
 #ifndef NINFER_LINEAR_MMA_EXACT
 #define NINFER_LINEAR_MMA_EXACT
 
+// Blocks a thread block cluster (linear/gemv_mma.cu's `cluster`): the cluster's blocks
+// share one K-range and stage its activations together, each a share of the units into
+// every block's shared memory (sm_90's distributed shared memory), so that the K-range's
+// activations leave L2 once a cluster instead of once a block. 1: no cluster.
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+
+// Block b's m-range and K-range. The grid is m-ranges x kr; without clusters block b is
+// m-range b / kr, K-range b % kr; with clusters of CLUSTER blocks the cluster c = b /
+// CLUSTER takes K-range c % kr and its blocks consecutive m-ranges ((c / kr) CLUSTER +
+// rank), so that a cluster's blocks share their K-range (m-ranges a multiple of CLUSTER).
+__device__ __forceinline__ void block_ranges(int kr, int& mrange, int& kb) {
+    const int c = blockIdx.x / CLUSTER;
+    kb = c % kr;
+    mrange = (c / kr) * CLUSTER + (blockIdx.x - c * CLUSTER);
+}
+
+#if CLUSTER > 1
+// This block's rank in its cluster.
+__device__ __forceinline__ int cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return (int)r;
+}
+// The cluster barrier in two halves: arrive (relaxed: it orders nothing, it only says this
+// block has started) early, wait before the first store into another block's shared memory.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+// Every block's stores into every other's shared memory are done and visible.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The address of `local`'s counterpart in block `d` of the cluster.
+__device__ __forceinline__ u32 cluster_addr(const void* local, int d) {
+    u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(r) : "r"((u32)__cvta_generic_to_shared(local)), "r"(d));
+    return r;
+}
+#endif
+
+// *p = v in every block of the cluster (this block's own without clusters).
+__device__ __forceinline__ void st_staged(uint4* p, uint4 v) {
+#if CLUSTER > 1
+#pragma unroll
+    for (int d = 0; d < CLUSTER; ++d)
+        asm volatile("st.shared::cluster.v4.u32 [%0], { %1, %2, %3, %4 };"
+                     :: "r"(cluster_addr(p, d)), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#else
+    *p = v;
+#endif
+}
+__device__ __forceinline__ void st_staged(float* p, float v) {
+#if CLUSTER > 1
+#pragma unroll
+    for (int d = 0; d < CLUSTER; ++d)
+        asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(cluster_addr(p, d)), "f"(v) : "memory");
+#else
+    *p = v;
+#endif
+}
+
 // c = A * B with a zero accumulator (the first k16 step of a group).
 __device__ __forceinline__ void mma_zero_c(float* c, const u32* a, const u32* b) {
     asm volatile(
@@ -46,12 +114,16 @@ __device__ __forceinline__ void split3(float a, float b, u32* hi, u32* mid, u32*
 // FMT_LANE_N activations for the lanes (column % 8) * 4 + tq. The prologue is applied
 // (rmsnorm / rmsnorm1p stage x * w and leave each unit's sum of squares in ssu[unit],
 // 1 / rms being applied to the outputs; swiglu stages silu(gate) * up, x rows holding
-// gate then up). The caller synchronises the block around it.
+// gate then up). The caller synchronises the block around it. With clusters, block `rank`
+// stages the rank-th share of the units into every block of its cluster (st_staged), and
+// the caller synchronises the cluster instead.
 __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* __restrict__ x,
                                             long long x_stride, const float* __restrict__ pw,
-                                            int s0, int sg, int T, int K) {
+                                            int s0, int sg, int T, int K, int rank = 0) {
     const int units = sg * T * 4;
-    for (int u = threadIdx.x; u < units; u += BLOCK) {
+    const int u0 = rank * units / CLUSTER;
+    const int u1 = (rank + 1) * units / CLUSTER;
+    for (int u = u0 + threadIdx.x; u < u1; u += BLOCK) {
         const int tq = u & 3;
         const int tk = (u >> 2) % T;
         const int gl = (u >> 2) / T;
@@ -72,7 +144,7 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
             float sq = 0.0f;
 #pragma unroll
             for (int i = 0; i < FMT_LANE_N; ++i) sq = fmaf(v[i], v[i], sq);
-            ssu[u] = sq;
+            st_staged(ssu + u, sq);
 #pragma unroll
             for (int i = 0; i < FMT_LANE_N / 4; ++i) {
                 const float wv[4] = { w4[i].x, w4[i].y, w4[i].z, w4[i].w };
@@ -117,7 +189,7 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
             uint4* d = xs + ((gl * NT + (c >> 3)) * XQ) * 32 + (c & 7) * 4 + tq;
 #pragma unroll
             for (int h = 0; h < XQ; ++h)
-                d[h * 32] = make_uint4(fr[p][4 * h], fr[p][4 * h + 1], fr[p][4 * h + 2], fr[p][4 * h + 3]);
+                st_staged(d + h * 32, make_uint4(fr[p][4 * h], fr[p][4 * h + 1], fr[p][4 * h + 2], fr[p][4 * h + 3]));
         }
     }
 }
@@ -242,8 +314,8 @@ __device__ __forceinline__ void splitk_finish(int kr, int units, int unit_rows, 
                                               float* y, const float* residual, float eps) {
     if (kr <= 1) return;
     const int mr = gridDim.x / kr;
-    const int mrange = blockIdx.x / kr;
-    const int kb = blockIdx.x - mrange * kr;
+    int mrange, kb;
+    block_ranges(kr, mrange, kb);
     const int row0 = min((int)((long long)mrange * units / mr) * unit_rows, out_rows);
     const int row1 = min((int)((long long)(mrange + 1) * units / mr) * unit_rows, out_rows);
     const long long n = (long long)T * N;

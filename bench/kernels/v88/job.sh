@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# v88: the mma register GEMV (T = 8, 16, 32) in thread block clusters of C blocks that stage
+# their shared K-range of activations once a cluster (NINFER_MMA_CLUSTER=C; 1 = as before).
+# carry [".gpu/v88"] (bench/kernels/v88/stage.sh). Two calls on one warm machine:
+#   PART=1  qualify the mma routes with C = 2 and with C = 4; bench kernels (the mma x20
+#           shapes T = 1..32 and the 27B's T = 8 step launches) at C = 1, 2, 4, one process
+#           each; the tuning job (the template set changed: a new profile)
+#   PART=2  synthetic Qwen3.6-27B q4_g64 bf16 with PART 1's profile, lanes 1 and 8, at
+#           C = 1, 2, 4, one process each
+set -u
+T0=$(date +%s); LIMIT=${LIMIT:-570}
+source scripts/gpu/job-lib.sh
+PART=${PART:-1}
+model() {  # NAME: one synthetic 27B run with PART 1's profile (NINFER_MMA_CLUSTER from the caller)
+  local name=$1; shift
+  timeout $(left 200) $B bench model --synthetic qwen3.6-27b --weights q4_g64 --profile $P --activations bf16 --lanes 1,8 --prompt 16 --warmup 0 --decode-tokens 64 --json $O/$name.jsonl > $O/$name.txt 2>&1
+  echo "rc=$?" >> $O/$name.txt
+  t "$name"
+}
+if [ "$PART" = 1 ]; then
+  job_init v88 "(mma GEMV blocks in clusters staging their K-range together)"
+  for c in 2 4; do
+    NINFER_MMA_CLUSTER=$c timeout $(left 150) $B qualify --filter linear_exact_mma --json $O/qualify_c$c.jsonl > $O/qualify_c$c.txt 2>&1
+    echo "qualify rc=$?" >> $O/qualify_c$c.txt
+    t "qualify C=$c: $(grep -E '^[0-9]+ checks' $O/qualify_c$c.txt | tail -1)"
+  done
+  for c in 1 2 4; do
+    NINFER_MMA_CLUSTER=$c timeout $(left 90) $B bench kernels --filter "linear_exact_mma q4_g64 x20|linear_exact_mma step q4_g64 x20" --json $O/kernels_c$c.jsonl > $O/kernels_c$c.txt 2>&1
+    echo "rc=$?" >> $O/kernels_c$c.txt
+    t "kernels C=$c"
+  done
+  mkdir -p $O/tune
+  OUT=$O/tune B=$B E2E_LONG=0 E2E_ROUNDS=1 timeout $(left 150) bash scripts/gpu/tune.sh > $O/tune.txt 2>&1
+  t tune
+  echo "===== summary"
+  cat $O/context.txt
+  grep -h -E 'FAIL' $O/qualify_*.txt | head -5
+  python3 bench/kernels/v88/table.py $O
+  tail -4 $O/tune.txt
+else
+  B=/tmp/v88-ninfer; O=/tmp/v88-out; P=$O/tune/run1.toml
+  export NINFER_REV="$(cat .gpu/v88/REV)" NINFER_CACHE_DIR=/tmp/v88-cache
+  for c in 1 2 4; do NINFER_MMA_CLUSTER=$c model model27b_c$c; done
+  echo "===== summary"
+  for c in 1 2 4; do echo "== C=$c"; grep -E "^decode|rc=" $O/model27b_c$c.txt | tail -3; done
+fi
+tar czf $OUT/v88.tgz -C /tmp v88-out
+t done
