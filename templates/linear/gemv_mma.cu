@@ -59,7 +59,9 @@
   every block's shared memory (st_staged), so the activations leave L2 once a cluster. The
   host then plans one slab a K-range and m-ranges a multiple of C; the staging runs once,
   before the passes, behind two cluster barriers (every block has started; every share is
-  in place). The values staged, and so the outputs, are the same bits as without.
+  in place). The values staged are the same bits as without clusters, and so are the
+  outputs where the grid is (rounding the m-ranges down to whole clusters moves their
+  boundaries, and with them the passes' K-slices and the order of their sums).
 
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a thread only
   computes its m-tile and slice and loads its first weights and scales (uploaded once,
