@@ -37,7 +37,7 @@ stage_kernels() {
     else
         NINFER_CACHE_DIR=$cache target/release/ninfer kernels build --all --arch sm_90
     fi
-    tar cf - -C "$cache" . | xz -T2 -6 > "$G/$1.txz"
+    tar cf - -C "$cache" . | xz -T2 -9e > "$G/$1.txz"
 }
 stage_patched() {
     local set=$1 p

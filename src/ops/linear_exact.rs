@@ -1358,10 +1358,15 @@ pub(super) fn launch_inner(
                 super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?;
             if !p.clusters_fit {
                 // A plan clusters cannot run (several slabs a K-range, or not one whole
-                // cluster resident): the same tile without clusters.
+                // cluster resident): the same tile without clusters, as named (not swapped
+                // back by mma_substitute).
                 let other = ExactRoute {
                     kernel: ExactKernel::Mma(tile.clustered(1)),
                     ..route.clone()
+                };
+                let over = Override {
+                    exact_tile: true,
+                    ..over
                 };
                 return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
             }

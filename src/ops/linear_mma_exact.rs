@@ -140,21 +140,21 @@ pub fn mma_tile(tt: u32) -> MmaTile {
         unroll: 8,
         mt: 0,
         bf16: false,
-        cluster: if CLUSTER_TT.contains(&tt) {
-            cluster_size()
-        } else {
-            1
-        },
+        cluster: 1,
     }
 }
 
-/// Column tiles whose register-kernel tile runs in clusters ([`cluster_size`]).
+/// Column tiles whose register tile with activations rounded to bf16 runs in clusters
+/// ([`cluster_size`], through [`mma_substitute`]).
 pub const CLUSTER_TT: [u32; 3] = [8, 16, 32];
 
-/// The cluster size of the register kernel's tiles at [`CLUSTER_TT`], from
+/// The cluster size of the register kernel's bf16 tiles at [`CLUSTER_TT`], from
 /// `NINFER_MMA_CLUSTER` (read once): `1` no clusters, `2` or `4`; unset, [`CLUSTER_DEFAULT`].
 /// A launch whose plan a cluster cannot run (several slabs a K-range, or too few clusters
-/// resident) runs the same tile without clusters.
+/// resident) runs the same tile without clusters. Only the bf16 tiles: the exact ones
+/// (three split columns a token: three times the fragments each block stores into every
+/// block of its cluster) lost with clusters on the H200 (bench/kernels v88: 17408x5120 at
+/// T = 8 37.2 us without, 38.0 with 2, 41.1 with 4; the bf16 tile 26.8, 25.6, 26.6).
 pub fn cluster_size() -> u32 {
     static SIZE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *SIZE.get_or_init(|| parse_cluster(std::env::var("NINFER_MMA_CLUSTER").ok().as_deref()))
@@ -230,20 +230,22 @@ pub fn chosen_tile(tt: u32) -> MmaTile {
 /// 34816x5120 72.9 / 69.4, in_proj 16480x5120 38.6 / 36.8; won 5120x17408, 36.9 / 40.6).
 pub const MMA_RING_MAX_WEIGHTS: usize = 4 << 20;
 
-/// The register tile a launch of the mma route `route` on an `[n, k]` weight runs instead
-/// of its ring tile (a shape past [`MMA_RING_MAX_WEIGHTS`], unless `NINFER_MMA_RING=all`);
-/// `None` for other routes.
+/// The tile a launch of the mma route `route` on an `[n, k]` weight runs instead of its own:
+/// the register tile for a ring tile on a shape past [`MMA_RING_MAX_WEIGHTS`] (unless
+/// `NINFER_MMA_RING=all`), and a bf16 register tile at [`CLUSTER_TT`] in clusters of
+/// [`cluster_size`]; `None` where it runs its own.
 pub fn mma_substitute(route: &ExactRoute, n: usize, k: usize) -> Option<MmaTile> {
-    match route.kernel {
-        ExactKernel::Mma(tile)
-            if tile.mt > 0
-                && n * k > MMA_RING_MAX_WEIGHTS
-                && ring_mode() != RingMode::Everywhere =>
-        {
-            Some(mma_tile(route.tt).rounding(tile.bf16))
-        }
-        _ => None,
+    let ExactKernel::Mma(tile) = route.kernel else {
+        return None;
+    };
+    let mut run = tile;
+    if run.mt > 0 && n * k > MMA_RING_MAX_WEIGHTS && ring_mode() != RingMode::Everywhere {
+        run = mma_tile(route.tt).rounding(tile.bf16);
     }
+    if run.mt == 0 && run.bf16 && run.cluster == 1 && CLUSTER_TT.contains(&route.tt) {
+        run = run.clustered(cluster_size());
+    }
+    (run != tile).then_some(run)
 }
 
 /// Bytes of a ring kernel's weight stages (two a warp, 16 mt rows x 128 bytes each).
@@ -347,10 +349,6 @@ pub fn routes() -> Vec<ExactRoute> {
                 kinds.extend(PrologueKind::FUSED);
             }
             let mut tiles = vec![mma_tile(tt)];
-            if mma_tile(tt).cluster > 1 {
-                // What a launch whose plan a cluster cannot run takes instead.
-                tiles.push(mma_tile(tt).clustered(1));
-            }
             if MMA_RING_TT.contains(&tt) {
                 tiles.push(mma_ring_tile());
             }
@@ -358,6 +356,10 @@ pub fn routes() -> Vec<ExactRoute> {
                 // The bf16 mode's tiles: the same splits with rounded activations.
                 let rounded: Vec<MmaTile> = tiles.iter().map(|t| t.rounding(true)).collect();
                 tiles.extend(rounded);
+                if CLUSTER_TT.contains(&tt) && cluster_size() > 1 {
+                    // The register tile in clusters, which mma_substitute launches.
+                    tiles.push(mma_tile(tt).rounding(true).clustered(cluster_size()));
+                }
             }
             for tile in tiles {
                 let mut kinds = kinds.clone();
@@ -1228,10 +1230,10 @@ mod tests {
                 compiled += 1;
             }
         }
-        let tiles = if mma_tile(8).cluster > 1 { 4 } else { 2 };
+        let tiles = if cluster_size() > 1 { 3 } else { 2 };
         assert_eq!(
             compiled, tiles,
-            "the exact and the bf16 tile (in clusters and without)"
+            "the exact and the bf16 tile (and that in clusters)"
         );
     }
 
@@ -1308,6 +1310,51 @@ mod tests {
             None,
         );
         assert!(p.clusters_fit);
+    }
+
+    #[test]
+    fn only_bf16_register_tiles_launch_in_clusters() {
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let c = cluster_size();
+        for tt in MMA_TT {
+            for bf16 in [false, true] {
+                let route = ExactRoute {
+                    format: q4,
+                    tt,
+                    epilogue: Epilogue::None,
+                    kernel: ExactKernel::Mma(mma_tile(tt).rounding(bf16)),
+                    prologue: PrologueKind::None,
+                };
+                let got = mma_substitute(&route, 17408, 5120);
+                if bf16 && c > 1 && CLUSTER_TT.contains(&tt) {
+                    assert_eq!(
+                        got,
+                        Some(mma_tile(tt).rounding(true).clustered(c)),
+                        "T={tt}"
+                    );
+                    // The clustered tile is a route of its own (qualified by name).
+                    let named = ExactRoute {
+                        kernel: ExactKernel::Mma(got.unwrap()),
+                        ..route.clone()
+                    };
+                    assert!(routes().contains(&named), "T={tt}");
+                    assert_eq!(mma_substitute(&named, 17408, 5120), None);
+                } else {
+                    assert_eq!(got, None, "T={tt} bf16 {bf16}");
+                }
+            }
+        }
+        // A ring tile past the ring's limit runs the register tile, in clusters where bf16.
+        let ring = ExactRoute {
+            format: q4,
+            tt: 8,
+            epilogue: Epilogue::None,
+            kernel: ExactKernel::Mma(mma_ring_tile().rounding(true)),
+            prologue: PrologueKind::None,
+        };
+        let want = mma_tile(8).rounding(true).clustered(c);
+        assert_eq!(mma_substitute(&ring, 17408, 5120), Some(want));
+        assert_eq!(mma_substitute(&ring, 576, 576), None);
     }
 
     #[test]

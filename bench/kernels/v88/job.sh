@@ -5,8 +5,9 @@
 #   PART=1  qualify the mma routes with C = 2 and with C = 4; bench kernels (the mma x20
 #           shapes T = 1..32 and the 27B's T = 8 step launches) at C = 1, 2, 4, one process
 #           each; the tuning job (the template set changed: a new profile)
-#   PART=2  synthetic Qwen3.6-27B q4_g64 bf16 with PART 1's profile, lanes 1 and 8, at
-#           C = 1, 2, 4, one process each
+#   PART=2  (a fresh machine) qualify the C = 2 routes alone; synthetic Qwen3.6-27B q4_g64
+#           bf16 with PART 1's profile (.gpu/v88/run1.toml), lanes 1 and 8, at C in
+#           $CLUSTERS (default 1 2), one process each
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}
 source scripts/gpu/job-lib.sh
@@ -38,11 +39,18 @@ if [ "$PART" = 1 ]; then
   python3 bench/kernels/v88/table.py $O
   tail -4 $O/tune.txt
 else
-  B=/tmp/v88-ninfer; O=/tmp/v88-out; P=$O/tune/run1.toml
-  export NINFER_REV="$(cat .gpu/v88/REV)" NINFER_CACHE_DIR=/tmp/v88-cache
-  for c in 1 2 4; do NINFER_MMA_CLUSTER=$c model model27b_c$c; done
+  # A fresh machine (PART 1's was given back): PART 1's profile travels as .gpu/v88/run1.toml.
+  job_init v88 "(mma GEMV blocks in clusters staging their K-range together)"
+  P=.gpu/v88/run1.toml
+  # PART 1's qualify of all mma routes ran past its 150 s (no result); here the cluster
+  # routes alone (entry names with _c2), with more time.
+  NINFER_MMA_CLUSTER=2 timeout $(left 240) $B qualify --filter _c2 --json $O/qualify_c2.jsonl > $O/qualify_c2.txt 2>&1
+  echo "qualify rc=$?" >> $O/qualify_c2.txt
+  t "qualify C=2: $(grep -E '^[0-9]+ checks' $O/qualify_c2.txt | tail -1)"
+  for c in ${CLUSTERS:-1 2}; do NINFER_MMA_CLUSTER=$c model model27b_c$c; done
   echo "===== summary"
-  for c in 1 2 4; do echo "== C=$c"; grep -E "^decode|rc=" $O/model27b_c$c.txt | tail -3; done
+  grep -E 'FAIL' $O/qualify_c2.txt | head -5
+  for c in ${CLUSTERS:-1 2}; do echo "== C=$c"; grep -E "^decode|rc=" $O/model27b_c$c.txt | tail -3; done
 fi
 tar czf $OUT/v88.tgz -C /tmp v88-out
 t done
