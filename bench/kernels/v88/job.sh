@@ -5,6 +5,7 @@
 #   PART=1  qualify the mma routes with C = 2 and with C = 4; bench kernels (the mma x20
 #           shapes T = 1..32 and the 27B's T = 8 step launches) at C = 1, 2, 4, one process
 #           each; the tuning job (the template set changed: a new profile)
+#   PART=3  qualify every mma route with C = 2 (part 1's ran out of time)
 #   PART=2  (a fresh machine) qualify the C = 2 routes alone; synthetic Qwen3.6-27B q4_g64
 #           bf16 with PART 1's profile (.gpu/v88/run1.toml), lanes 1 and 8, at C in
 #           $CLUSTERS (default 1 2), one process each
@@ -38,6 +39,14 @@ if [ "$PART" = 1 ]; then
   grep -h -E 'FAIL' $O/qualify_*.txt | head -5
   python3 bench/kernels/v88/table.py $O
   tail -4 $O/tune.txt
+elif [ "$PART" = 3 ]; then
+  # Every mma route (the unclustered tiles' template changed too: the block ranges and the
+  # staging moved into helpers) and the clustered bf16 ones, with the time it needs.
+  job_init v88 "(mma GEMV blocks in clusters staging their K-range together)"
+  NINFER_MMA_CLUSTER=2 timeout $(left 560) $B qualify --filter linear_exact_mma --json $O/qualify_all.jsonl > $O/qualify_all.txt 2>&1
+  echo "qualify rc=$?" >> $O/qualify_all.txt
+  t "qualify all mma routes, C=2: $(grep -E '^[0-9]+ checks' $O/qualify_all.txt | tail -1)"
+  grep -E 'FAIL' $O/qualify_all.txt | head -5
 else
   # A fresh machine (PART 1's was given back): PART 1's profile travels as .gpu/v88/run1.toml.
   job_init v88 "(mma GEMV blocks in clusters staging their K-range together)"
