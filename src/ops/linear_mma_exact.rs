@@ -20,7 +20,9 @@
 //! splitting it (one column a token, a third of the mma work and staging): not exact, the
 //! engine's bf16 mode at [`MMA_BF16_TT`] (bench/kernels v56: 17408x5120 at T = 8 26.8 us
 //! against 36.3 exact; +0.009% perplexity on SmolLM2 q4_g64, v58). They are qualified at
-//! the bf16 allowance and are never the exact route's tuning candidates.
+//! the bf16 allowance and are never the exact route's tuning candidates. Their register
+//! tile at T = 8, 16, 32 launches in thread block clusters of [`cluster_size`] blocks that
+//! stage their shared K-range of activations together ([`mma_substitute`]).
 
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -160,8 +162,10 @@ pub fn cluster_size() -> u32 {
     *SIZE.get_or_init(|| parse_cluster(std::env::var("NINFER_MMA_CLUSTER").ok().as_deref()))
 }
 
-/// The default cluster size (1 until the H200 run that measures 2 and 4: bench/kernels v88).
-pub const CLUSTER_DEFAULT: u32 = 1;
+/// The default cluster size: 2, measured on the H200 (bench/kernels v88: x20 at T = 8, 2.5-5%
+/// off the bf16 tiles with 2, 4 slower than 2 everywhere; the synthetic 27B q4_g64 bf16 at 8
+/// lanes 8,489.7 -> 8,354.4 us a step).
+pub const CLUSTER_DEFAULT: u32 = 2;
 
 /// The value of `NINFER_MMA_CLUSTER`: 1, 2 or 4; anything else (or unset) the default.
 fn parse_cluster(v: Option<&str>) -> u32 {
