@@ -53,17 +53,22 @@ else
   P=.gpu/v88/run1.toml
   # PART 1's qualify of all mma routes ran past its 150 s (no result); here the cluster
   # routes alone (entry names with _c2), with more time.
+  # SWEEPS=0 (a second A/B pair): the models alone.
+  if [ "${SWEEPS:-1}" = 1 ]; then
   NINFER_MMA_CLUSTER=2 timeout $(left 240) $B qualify --filter _c2 --json $O/qualify_c2.jsonl > $O/qualify_c2.txt 2>&1
   echo "qualify rc=$?" >> $O/qualify_c2.txt
   t "qualify C=2: $(grep -E '^[0-9]+ checks' $O/qualify_c2.txt | tail -1)"
+  fi
   for c in ${CLUSTERS:-1 2}; do NINFER_MMA_CLUSTER=$c model model27b_c$c; done
+  if [ "${SWEEPS:-1}" = 1 ]; then
   # The step launches' K-ranges forced 1..10 with clusters of 2 (a K-range of one slab and
   # clusters may make one K-range, without the sums' launch, pay on the 5120-row outputs).
   NINFER_MMA_CLUSTER=2 timeout $(left 100) $B bench kernels --filter "linear_exact_mma step k-ranges q4_g64 x20" --json $O/kranges_c2.jsonl > $O/kranges_c2.txt 2>&1
   echo "rc=$?" >> $O/kranges_c2.txt
   t "k-ranges C=2"
+  fi
   echo "===== summary"
-  grep -E 'FAIL' $O/qualify_c2.txt | head -5
+  grep -sE 'FAIL' $O/qualify_c2.txt | head -5
   for c in ${CLUSTERS:-1 2}; do echo "== C=$c"; grep -E "^decode|rc=" $O/model27b_c$c.txt | tail -3; done
 fi
 tar czf $OUT/v88.tgz -C /tmp v88-out
