@@ -98,7 +98,8 @@ impl Gpu {
             blockDimY: 1,
             blockDimZ: 1,
             sharedMemBytes: smem,
-            hStream: self.stream().cu_stream(),
+            // A query, not a launch: no stream (ours may be capturing a graph).
+            hStream: std::ptr::null_mut(),
             attrs: &mut attr,
             numAttrs: 1,
         };
