@@ -179,9 +179,12 @@ fn build(args: &BuildArgs) -> Result<(), CliError> {
     }
     let archs = parse_archs(&args.archs)?;
     let jit = Jit::global()?;
+    // A kernel that needs a later architecture (thread block clusters) is not built for an
+    // earlier one.
     let jobs: Vec<(&KernelSpec, Arch)> = specs
         .iter()
         .flat_map(|s| archs.iter().map(move |&a| (s, a)))
+        .filter(|(s, a)| s.builds_for(*a))
         .collect();
 
     let bar = ProgressBar::new(jobs.len() as u64);
@@ -213,9 +216,15 @@ fn build(args: &BuildArgs) -> Result<(), CliError> {
         eprintln!("{e}");
     }
     let targets: Vec<String> = archs.iter().map(|a| a.to_string()).collect();
+    let skipped = specs.len() * archs.len() - jobs.len();
+    let skipped = if skipped > 0 {
+        format!(", {skipped} not for an earlier arch than they need")
+    } else {
+        String::new()
+    };
     let (nv_a, nv_b) = jit.nvrtc_version()?;
     println!(
-        "{} kernels ({} instantiations x {}) with NVRTC {nv_a}.{nv_b}: {} compiled, {} from the disk cache, {} already in memory, {} failed; {:.2} s",
+        "{} kernels ({} instantiations x {}{skipped}) with NVRTC {nv_a}.{nv_b}: {} compiled, {} from the disk cache, {} already in memory, {} failed; {:.2} s",
         jobs.len(),
         specs.len(),
         targets.join(", "),

@@ -69,6 +69,12 @@ pub enum JitError {
     Render { spec: String, what: String },
     #[error("{0}")]
     Compile(Box<CompileError>),
+    #[error("kernel {entry} exists from sm_{}{} on, not for {arch}", need.0, need.1)]
+    ArchTooOld {
+        entry: String,
+        arch: String,
+        need: (u32, u32),
+    },
 }
 
 /// A kernel that NVRTC rejected, with everything needed to find the fault.
@@ -278,6 +284,13 @@ impl Jit {
         spec: &KernelSpec,
         arch: Arch,
     ) -> Result<(Arc<CompiledKernel>, Provenance), JitError> {
+        if let Some(need) = spec.min_arch.filter(|_| !spec.builds_for(arch)) {
+            return Err(JitError::ArchTooOld {
+                entry: spec.entry.clone(),
+                arch: arch.to_string(),
+                need,
+            });
+        }
         let target = arch.for_spec(spec);
         let (key, source) = self.key_for(spec, arch)?;
         let cell: Cell = self.memory.entry(key.clone()).or_default().clone();
@@ -384,6 +397,19 @@ mod pdl_tests {
             "{header}\n    NINFER_PDL_WAIT();\n"
         )));
         assert!(!calls_pdl_wait("    // NINFER_PDL_WAIT();\n"));
+    }
+
+    #[test]
+    fn a_kernel_is_refused_for_an_earlier_arch_than_it_needs() {
+        let jit = Jit::new(TemplateSet::embedded(), DiskCache::memory_only()).unwrap();
+        let probe = crate::ops::mma_probe::instantiations()
+            .remove(0)
+            .needs_arch(9, 0);
+        let err = jit.cubin(&probe, Arch::new(8, 0)).unwrap_err().to_string();
+        assert!(
+            err.contains(&probe.entry) && err.contains("sm_90") && err.contains("sm_80"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -28,6 +28,11 @@ pub struct KernelSpec {
     /// when it renders the spec, and the launch (`crate::gpu::Launch`) takes the attribute
     /// from here.
     pub programmatic: bool,
+    /// The earliest architecture the kernel exists for (`None`: every one): its template uses
+    /// features an earlier target lacks (thread block clusters: sm_90), so `ninfer kernels
+    /// build` skips it there and the JIT refuses it with a sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_arch: Option<(u32, u32)>,
 }
 
 impl KernelSpec {
@@ -39,7 +44,20 @@ impl KernelSpec {
             params: BTreeMap::new(),
             arch_specific: false,
             programmatic: false,
+            min_arch: None,
         }
+    }
+
+    /// The kernel exists from sm_`major``minor` on (see [`KernelSpec::min_arch`]).
+    pub fn needs_arch(mut self, major: u32, minor: u32) -> Self {
+        self.min_arch = Some((major, minor));
+        self
+    }
+
+    /// Whether the kernel exists for `arch`.
+    pub fn builds_for(&self, arch: Arch) -> bool {
+        self.min_arch
+            .is_none_or(|need| (arch.major, arch.minor) >= need)
     }
 
     /// Marks the spec for programmatic dependent launch (its template must call
@@ -137,6 +155,24 @@ impl fmt::Display for Arch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spec_needing_sm_90_builds_only_there_and_later() {
+        let any = KernelSpec::new("f", "t.cu", "e");
+        let clusters = KernelSpec::new("f", "t.cu", "e").needs_arch(9, 0);
+        for (arch, later) in [
+            ("sm_80", false),
+            ("sm_89", false),
+            ("sm_90", true),
+            ("sm_90a", true),
+            ("sm_100", true),
+            ("sm_120a", true),
+        ] {
+            let a = Arch::parse(arch).unwrap();
+            assert!(any.builds_for(a), "{arch}");
+            assert_eq!(clusters.builds_for(a), later, "{arch}");
+        }
+    }
 
     #[test]
     fn arch_parses_and_prints() {

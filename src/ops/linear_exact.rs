@@ -683,7 +683,8 @@ impl ExactRoute {
                 .param("prologue", self.prologue.param())
                 .programmatic();
                 if cluster > 1 {
-                    spec.param("cluster", cluster)
+                    // Thread block clusters are sm_90's.
+                    spec.param("cluster", cluster).needs_arch(9, 0)
                 } else {
                     spec
                 }
@@ -1354,12 +1355,24 @@ pub(super) fn launch_inner(
                 };
                 return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
             }
-            let (p, scratch) =
-                super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?;
-            if !p.clusters_fit {
-                // A plan clusters cannot run (several slabs a K-range, or not one whole
-                // cluster resident): the same tile without clusters, as named (not swapped
-                // back by mma_substitute).
+            let clusters = gpu.props().compute_capability.0 >= 9;
+            let p = if tile.cluster > 1 && !clusters {
+                None
+            } else {
+                Some(super::linear_mma_exact::geometry(
+                    gpu,
+                    f,
+                    route,
+                    &entry.entry,
+                    tile,
+                    (n, k),
+                    over,
+                )?)
+            };
+            let Some((p, scratch)) = p.filter(|(p, _)| p.clusters_fit) else {
+                // Clusters are sm_90's; and a plan clusters cannot run (several slabs a
+                // K-range, or not one whole cluster resident): the same tile without
+                // clusters, as named (not swapped back by mma_substitute).
                 let other = ExactRoute {
                     kernel: ExactKernel::Mma(tile.clustered(1)),
                     ..route.clone()
@@ -1369,7 +1382,7 @@ pub(super) fn launch_inner(
                     ..over
                 };
                 return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
-            }
+            };
             if tile.mt > 0 && !p.one_slab(k / w.format.group) {
                 // The ring kernel stages its whole K-range: without room for that (no scratch
                 // for K-ranges' sums, e.g. a first use inside a graph capture) the register
