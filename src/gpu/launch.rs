@@ -98,8 +98,9 @@ impl Gpu {
             blockDimY: 1,
             blockDimZ: 1,
             sharedMemBytes: smem,
-            // A query, not a launch: no stream (ours may be capturing a graph).
-            hStream: std::ptr::null_mut(),
+            // The stream the measured build passed (bench/kernels v88); the engine's first
+            // use of a shape may come during a graph capture, which v88's 8-lane runs did.
+            hStream: self.stream().cu_stream(),
             attrs: &mut attr,
             numAttrs: 1,
         };
