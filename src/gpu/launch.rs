@@ -98,8 +98,7 @@ impl Gpu {
             blockDimY: 1,
             blockDimZ: 1,
             sharedMemBytes: smem,
-            // The stream the measured build passed (bench/kernels v88); the engine's first
-            // use of a shape may come during a graph capture, which v88's 8-lane runs did.
+            // As the H200 runs of bench/kernels v88 passed it (a query queues nothing).
             hStream: self.stream().cu_stream(),
             attrs: &mut attr,
             numAttrs: 1,
