@@ -1295,6 +1295,13 @@ pub(super) fn launch_inner(
         };
         return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
     }
+    if matches!(route.kernel, ExactKernel::Mma(tile) if tile.cluster > 1)
+        && gpu.props().compute_capability.0 < 9
+    {
+        // Clusters are sm_90's: their kernels do not exist for this GPU.
+        let (other, over) = without_clusters(route, over);
+        return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
+    }
     let entry = route.spec();
     // Stream and ring routes launch programmatically (their specs opt in; gemv.cu does not).
     let kernel = gpu.kernel(&entry)?;
@@ -1355,34 +1362,14 @@ pub(super) fn launch_inner(
                 };
                 return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
             }
-            let clusters = gpu.props().compute_capability.0 >= 9;
-            let p = if tile.cluster > 1 && !clusters {
-                None
-            } else {
-                Some(super::linear_mma_exact::geometry(
-                    gpu,
-                    f,
-                    route,
-                    &entry.entry,
-                    tile,
-                    (n, k),
-                    over,
-                )?)
-            };
-            let Some((p, scratch)) = p.filter(|(p, _)| p.clusters_fit) else {
-                // Clusters are sm_90's; and a plan clusters cannot run (several slabs a
-                // K-range, or not one whole cluster resident): the same tile without
-                // clusters, as named (not swapped back by mma_substitute).
-                let other = ExactRoute {
-                    kernel: ExactKernel::Mma(tile.clustered(1)),
-                    ..route.clone()
-                };
-                let over = Override {
-                    exact_tile: true,
-                    ..over
-                };
+            let (p, scratch) =
+                super::linear_mma_exact::geometry(gpu, f, route, &entry.entry, tile, (n, k), over)?;
+            if !p.clusters_fit {
+                // A plan clusters cannot run (several slabs a K-range, or not one whole
+                // cluster resident).
+                let (other, over) = without_clusters(route, over);
                 return launch_inner(gpu, &other, w, x, prologue, residual, y, t, over);
-            };
+            }
             if tile.mt > 0 && !p.one_slab(k / w.format.group) {
                 // The ring kernel stages its whole K-range: without room for that (no scratch
                 // for K-ranges' sums, e.g. a first use inside a graph capture) the register
@@ -1488,6 +1475,23 @@ pub(super) fn launch_inner(
         col += step;
     }
     Ok(())
+}
+
+/// `route`'s mma tile without clusters, launched as named (`exact_tile`: not swapped back
+/// into clusters by `mma_substitute`).
+fn without_clusters(route: &ExactRoute, over: Override) -> (ExactRoute, Override) {
+    let ExactKernel::Mma(tile) = route.kernel else {
+        unreachable!("only mma tiles run in clusters")
+    };
+    let route = ExactRoute {
+        kernel: ExactKernel::Mma(tile.clustered(1)),
+        ..route.clone()
+    };
+    let over = Override {
+        exact_tile: true,
+        ..over
+    };
+    (route, over)
 }
 
 /// Whether the SwiGLU epilogue takes the stacked gate_up `w`: an mma-kernel format, an
