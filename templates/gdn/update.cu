@@ -10,15 +10,8 @@
     state  "float" | "f16_t"  state storage (arithmetic is always f32)
     rows   columns of S each half-warp holds
     warps  warps per block
-    group  column tiles a block takes, one after another (1: one tile a block)
-    depth  tiles whose state slices a thread holds loaded ahead (1..group); the first
-           `depth` are loaded before the PDL wait, each later one as a tile is stored
-  16 lanes share one column of S, 8 elements each (dk <= 128, dk % 8 == 0); a column tile
-  is warps * 2 * rows consecutive columns of one value head of one lane. With group > 1
-  the state of `depth` tiles is in flight while a block waits for gdn/prep.cu and while it
-  computes, so DRAM keeps reading through the prep and through a block's own math (with one
-  tile a block only the resident blocks' state is read early; the rest waits for a wave of
-  block starts).
+  16 lanes share one column of S, 8 elements each (dk <= 128, dk % 8 == 0); a block holds
+  warps * 2 * rows consecutive columns of one value head of one lane.
 
   Layouts (f32 but the state): q, k [lanes][HK][dk]; v [lanes][HV][dv]; g, beta [lanes][HV]
   (g the log of the decay); state [lanes][HV][dv][dk] (column j of head h at
@@ -27,12 +20,9 @@
   order); its inputs are gdn/prep.cu's, whose norms sum in another order than the fused
   kernel's, so the two routes agree to rounding, not bit for bit.
 
-  Grid: ceil(tiles / group) blocks; tile t = (column tile, head, lane) with the column
-  tile fastest, block b taking tiles b * group .. b * group + group - 1 (consecutive
-  columns of one head as far as they go: the same q, k and gates, and one run of state).
-  Programmatic dependent launch: the first `depth` tiles' state slices are loaded before
-  NINFER_PDL_WAIT() (no kernel of the step writes the state before this one: gdn/prep.cu,
-  ahead of it, writes only its own outputs and the conv state).
+  Grid (ceil(dv / (warps * 2 * rows)), HV, lanes). Programmatic dependent launch: the
+  state slice is loaded before NINFER_PDL_WAIT() (no kernel of the step writes it before
+  this one: gdn/prep.cu, ahead of it, writes only its own outputs and the conv state).
   The state is read and written once a step: streaming loads and stores (.cs), so that it
   does not push the weights the next launches read out of L2.
 #}
@@ -44,12 +34,6 @@
 #define VEC 1
 #define RPT {{ rows }}
 #define WARPS {{ warps }}
-#define GROUP {{ group }}
-#define DEPTH {{ depth }}
-#define CPT (WARPS * 2 * RPT)  // columns of a tile
-#if DEPTH < 1 || DEPTH > GROUP
-#error "depth is 1..group"
-#endif
 typedef {{ state }} state_t;
 {% include "gdn/common.cuh" %}
 
@@ -96,92 +80,65 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                   const float* __restrict__ beta,
                   state_t* __restrict__ state,
                   float* __restrict__ out,
-                  int hk, int hv, int dk, int dv, int lanes)
+                  int hk, int hv, int dk, int dv)
 {
+    const int lane_id = blockIdx.z;
+    const int h = blockIdx.y;
+    const int kh = h / (hv / hk);
     const int sub = threadIdx.x >> 4;            // half-warp of the block
     const int lir = threadIdx.x & 15;            // lane in the column's group
     const int i0 = lir * EPT;                    // first element of the slice
     const bool in = i0 < dk;                     // (dk % 8 == 0: a slice is all in or out)
-    const int ntx = (dv + CPT - 1) / CPT;        // column tiles a head
-    const int tiles = ntx * hv * lanes;
+    const int j0 = blockIdx.x * (WARPS * 2 * RPT) + sub * RPT;
+    const long long col0 = ((long long)lane_id * hv + h) * dv + j0;
 
-    // Tile i of this block: its lane, head and the half-warp's first column; false past
-    // the last tile (the same for the whole block, so no shuffle below diverges).
-    auto tile_at = [&](int i, int& lane_id, int& h, int& j0) -> bool {
-        const int t = blockIdx.x * GROUP + i;
-        const int r = t / ntx;
-        h = r % hv;
-        lane_id = r / hv;
-        j0 = (t - r * ntx) * CPT + sub * RPT;
-        return t < tiles;
-    };
-    auto load_state = [&](int i, float (&S)[RPT][EPT]) {
-        int lane_id, h, j0;
-        const bool ok = tile_at(i, lane_id, h, j0);
-        const long long col0 = ((long long)lane_id * hv + h) * dv + j0;
+    float S[RPT][EPT];
 #pragma unroll
-        for (int rr = 0; rr < RPT; ++rr) {
-            if (ok && in && j0 + rr < dv) {
-                ld_cs(state + (col0 + rr) * dk + i0, S[rr]);
-            } else {
+    for (int rr = 0; rr < RPT; ++rr) {
+        if (in && j0 + rr < dv) {
+            ld_cs(state + (col0 + rr) * dk + i0, S[rr]);
+        } else {
 #pragma unroll
-                for (int e = 0; e < EPT; ++e) S[rr][e] = 0.0f;
-            }
+            for (int e = 0; e < EPT; ++e) S[rr][e] = 0.0f;
         }
-    };
-
-    float S[DEPTH][RPT][EPT];
-#pragma unroll
-    for (int i = 0; i < DEPTH; ++i) load_state(i, S[i]);
+    }
     NINFER_PDL_WAIT();     // gdn/prep.cu's outputs are visible from here on
     NINFER_PDL_TRIGGER();
 
+    float qs[EPT], ks[EPT];
+    if (in) {
+        gdn_ld_slice(q + ((long long)lane_id * hk + kh) * dk + i0, qs, EPT);
+        gdn_ld_slice(k + ((long long)lane_id * hk + kh) * dk + i0, ks, EPT);
+    } else {
 #pragma unroll
-    for (int i = 0; i < GROUP; ++i) {
-        float (&Si)[RPT][EPT] = S[i % DEPTH];
-        int lane_id, h, j0;
-        if (tile_at(i, lane_id, h, j0)) {
-            const int kh = h / (hv / hk);
-            const long long col0 = ((long long)lane_id * hv + h) * dv + j0;
-            float qs[EPT], ks[EPT];
-            if (in) {
-                gdn_ld_slice(q + ((long long)lane_id * hk + kh) * dk + i0, qs, EPT);
-                gdn_ld_slice(k + ((long long)lane_id * hk + kh) * dk + i0, ks, EPT);
-            } else {
+        for (int e = 0; e < EPT; ++e) { qs[e] = 0.0f; ks[e] = 0.0f; }
+    }
+    const float eg = expf(g[lane_id * hv + h]);
+    const float bt = beta[lane_id * hv + h];
+    float vj[RPT];
 #pragma unroll
-                for (int e = 0; e < EPT; ++e) { qs[e] = 0.0f; ks[e] = 0.0f; }
-            }
-            const float eg = expf(g[lane_id * hv + h]);
-            const float bt = beta[lane_id * hv + h];
-            float vj[RPT];
-#pragma unroll
-            for (int rr = 0; rr < RPT; ++rr)
-                vj[rr] = j0 + rr < dv ? v[((long long)lane_id * hv + h) * dv + j0 + rr] : 0.0f;
+    for (int rr = 0; rr < RPT; ++rr) vj[rr] = j0 + rr < dv ? v[((long long)lane_id * hv + h) * dv + j0 + rr] : 0.0f;
 
-            float kq = 0.0f;
+    float kq = 0.0f;
 #pragma unroll
-            for (int e = 0; e < EPT; ++e) kq = fmaf(qs[e], ks[e], kq);
-            kq = gdn_group_sum(kq);
+    for (int e = 0; e < EPT; ++e) kq = fmaf(qs[e], ks[e], kq);
+    kq = gdn_group_sum(kq);
 #pragma unroll
-            for (int rr = 0; rr < RPT; ++rr) {
-                float sa = 0.0f, sb = 0.0f;
+    for (int rr = 0; rr < RPT; ++rr) {
+        float sa = 0.0f, sb = 0.0f;
 #pragma unroll
-                for (int e = 0; e < EPT; ++e) {
-                    sa = fmaf(Si[rr][e], ks[e], sa);
-                    sb = fmaf(Si[rr][e], qs[e], sb);
-                }
-                gdn_group_sum2(sa, sb);
-                const float delta = bt * fmaf(-eg, sa, vj[rr]);
-                const float o = fmaf(kq, delta, eg * sb);
-#pragma unroll
-                for (int e = 0; e < EPT; ++e) Si[rr][e] = fmaf(ks[e], delta, eg * Si[rr][e]);
-                if (j0 + rr < dv) {
-                    if (in) st_cs(state + (col0 + rr) * dk + i0, Si[rr]);
-                    if (lir == 0) out[col0 + rr] = o;
-                }
-            }
+        for (int e = 0; e < EPT; ++e) {
+            sa = fmaf(S[rr][e], ks[e], sa);
+            sb = fmaf(S[rr][e], qs[e], sb);
         }
-        // The slot is free: the tile `depth` on takes it.
-        if (i + DEPTH < GROUP) load_state(i + DEPTH, Si);
+        gdn_group_sum2(sa, sb);
+        const float delta = bt * fmaf(-eg, sa, vj[rr]);
+        const float o = fmaf(kq, delta, eg * sb);
+#pragma unroll
+        for (int e = 0; e < EPT; ++e) S[rr][e] = fmaf(ks[e], delta, eg * S[rr][e]);
+        if (j0 + rr < dv) {
+            if (in) st_cs(state + (col0 + rr) * dk + i0, S[rr]);
+            if (lir == 0) out[col0 + rr] = o;
+        }
     }
 }

@@ -193,9 +193,7 @@ pub struct Tile {
     /// The step in two launches (one token per lane, mode step only): `gdn/prep.cu` (the
     /// conv, the gates and the q/k norms, the lanes as its sequences) into the state's
     /// workspace, then the recurrence alone, `gdn/update.cu` (16 lanes x 8 elements a
-    /// column, `rows` columns a half-warp; no block barrier). There `group` is the column
-    /// tiles a block takes one after another (0: one) and `stages` how many tiles' state a
-    /// thread holds loaded ahead (1..=group; 0 with group 0).
+    /// column, `rows` columns a half-warp; no block barrier).
     pub split: bool,
 }
 
@@ -203,22 +201,16 @@ impl Tile {
     pub fn dk_max(&self) -> usize {
         (self.lpr * self.ept) as usize
     }
-    /// Columns of S per column tile (a block's, but where a block takes several: the
-    /// grouped kernels and the split step's `group`).
+    /// Columns of S per block.
     pub fn cols_per_block(&self) -> usize {
         (self.warps * self.rows * (32 / self.lpr)) as usize
     }
     pub fn fits(&self, dk: usize) -> bool {
-        let form = if self.split {
-            (self.lpr, self.ept, self.vec) == (16, 8, true)
-                && match self.group {
-                    0 => self.stages == 0,
-                    g => (1..=g).contains(&self.stages),
-                }
-        } else {
-            (self.group == 0 || self.vec) && (self.stages == 0 || self.stages >= 2)
-        };
-        form && dk <= self.dk_max() && (!self.vec || dk.is_multiple_of(self.ept as usize))
+        dk <= self.dk_max()
+            && (!self.vec || dk.is_multiple_of(self.ept as usize))
+            && (self.group == 0 || self.vec)
+            && (self.stages == 0 || self.stages >= 2)
+            && (!self.split || (self.lpr, self.ept, self.vec, self.group) == (16, 8, true, 0))
     }
     /// Whether a route of this tile serves `mode` with `t` tokens a lane: the split step
     /// takes one token in mode step only.
@@ -238,8 +230,7 @@ impl Tile {
             String::new()
         };
         let group = match (self.group, self.stages, self.split) {
-            (0, _, true) => "x".to_string(),
-            (g, d, true) => format!("x{g}d{d}"),
+            (_, _, true) => "x".to_string(),
             (0, _, _) => String::new(),
             (g, 0, _) => format!("g{g}"),
             (g, s, _) => format!("g{g}s{s}"),
@@ -294,10 +285,6 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             g(4, 4, 3),
             split_tile(2, 2),
             split_tile(4, 4),
-            split_group_tile(2, 2, 4, 2),
-            split_group_tile(2, 2, 4, 4),
-            split_group_tile(2, 2, 8, 2),
-            split_group_tile(4, 4, 2, 2),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
@@ -308,10 +295,6 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             g(4, 4, 3),
             split_tile(4, 4),
             split_tile(2, 2),
-            split_group_tile(4, 4, 2, 2),
-            split_group_tile(4, 4, 4, 2),
-            split_group_tile(2, 2, 4, 2),
-            split_group_tile(2, 2, 4, 4),
         ],
     }
 }
@@ -320,13 +303,6 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
 /// state's best in bench/gdn run 10 is 2 x 2, the f16 state's 4 x 4 (standalone, 8 lanes,
 /// 27B shape).
 pub const fn split_tile(rows: u32, warps: u32) -> Tile {
-    split_group_tile(rows, warps, 0, 0)
-}
-
-/// A split-step tile whose blocks take `group` column tiles one after another, the state
-/// of `depth` of them loaded ahead (`gdn/update.cu`'s group and depth; `group` 0: one tile
-/// a block, depth 0).
-pub const fn split_group_tile(rows: u32, warps: u32, group: u32, depth: u32) -> Tile {
     Tile {
         lpr: 16,
         ept: 8,
@@ -334,8 +310,8 @@ pub const fn split_group_tile(rows: u32, warps: u32, group: u32, depth: u32) -> 
         warps,
         vec: true,
         minb: 0,
-        group,
-        stages: depth,
+        group: 0,
+        stages: 0,
         split: true,
     }
 }
@@ -384,9 +360,7 @@ impl RecurrentRoute {
             .programmatic()
             .param("state", self.state.cuda_type())
             .param("rows", self.tile.rows)
-            .param("warps", self.tile.warps)
-            .param("group", self.tile.group.max(1))
-            .param("depth", self.tile.stages.max(1));
+            .param("warps", self.tile.warps);
         }
         match (self.tile.group > 0, self.tile.stages > 0) {
             (true, true) => spec("gdn_staged", "gdn/staged.cu")
@@ -1000,17 +974,6 @@ fn column_tiles(route: &RecurrentRoute, d: &GdnDims, lanes: usize) -> LaunchConf
     }
 }
 
-/// `gdn/update.cu`'s launch: one block a `group` column tiles (`cols_per_block` columns of
-/// one head of one lane each), the tiles counted column tile fastest, then head, then lane.
-fn split_update_grid(tile: &Tile, d: &GdnDims, lanes: usize) -> LaunchConfig {
-    let tiles = d.dv.div_ceil(tile.cols_per_block()) * d.hv * lanes;
-    LaunchConfig {
-        grid_dim: (tiles.div_ceil(tile.group.max(1) as usize) as u32, 1, 1),
-        block_dim: (tile.warps * 32, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
 /// The prologues' five outputs (`gdn/prep.cu`, `gdn/prep_warp.cu`), in a prefill
 /// workspace or a state's [`PrepBufs`].
 struct PrepOut<'a> {
@@ -1171,15 +1134,9 @@ pub(super) fn launch_split_update(
     let p = st.prep.as_ref().expect("the caller checked");
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
-    let cfg = split_update_grid(&route.tile, d, st.lanes);
+    let cfg = column_tiles(route, d, st.lanes);
     let sp = st.s.ptr(gpu);
-    let dims_i = [
-        d.hk as i32,
-        d.hv as i32,
-        d.dk as i32,
-        d.dv as i32,
-        st.lanes as i32,
-    ];
+    let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     let mut b = gpu.launch(&kernel);
     b.arg(&p.q)
         .arg(&p.k)
@@ -1658,60 +1615,5 @@ mod tests {
             entries.iter().all(|e| !e.contains("vx_k")),
             "no record/replay split entries"
         );
-    }
-
-    #[test]
-    fn a_split_block_takes_group_tiles_with_depth_loaded_ahead() {
-        let t = split_group_tile(2, 2, 4, 2);
-        assert!(t.fits(128) && !t.fits(256) && !t.fits(60));
-        assert!(t.serves(Mode::Step, 1) && !t.serves(Mode::Step, 2));
-        // Depth 1..=group; group 0 is the one-tile form, depth 0 with it.
-        assert!(split_group_tile(2, 2, 4, 4).fits(128));
-        assert!(split_group_tile(2, 2, 4, 1).fits(128));
-        assert!(!split_group_tile(2, 2, 4, 5).fits(128));
-        assert!(!split_group_tile(2, 2, 4, 0).fits(128));
-        assert!(!split_group_tile(2, 2, 0, 2).fits(128));
-        let r = RecurrentRoute {
-            mode: Mode::Step,
-            state: StateType::F32,
-            tile: t,
-            kc: 4,
-        };
-        let spec = r.spec();
-        assert_eq!(spec.entry, "gdn_update_f32_l16e8r2w2vx4d2");
-        assert_eq!(spec.template, "gdn/update.cu");
-        // The one-tile form is the kernel at group 1, depth 1, under its old name.
-        let one = RecurrentRoute {
-            tile: split_tile(2, 2),
-            ..r
-        };
-        assert_eq!(one.spec().entry, "gdn_update_f32_l16e8r2w2vx");
-        assert_eq!(one.spec().params["group"], 1);
-        assert_eq!(one.spec().params["depth"], 1);
-        assert_eq!(spec.params["group"], 4);
-        assert_eq!(spec.params["depth"], 2);
-        // The grid: the 27B at 8 lanes has 16 column tiles a head (8 columns each), 48
-        // heads, 8 lanes: 6,144 tiles, 1,536 blocks of four; a remainder takes a block.
-        let g = split_update_grid(&t, &QWEN36_27B, 8);
-        assert_eq!(g.grid_dim, (1536, 1, 1));
-        assert_eq!(g.block_dim, (64, 1, 1));
-        assert_eq!(
-            split_update_grid(&split_tile(2, 2), &QWEN36_27B, 8)
-                .grid_dim
-                .0,
-            6144
-        );
-        let odd = GdnDims::new(3, 6, 24, 20);
-        assert_eq!(
-            split_update_grid(&t, &odd, 3).grid_dim.0,
-            (3 * 6 * 3usize).div_ceil(4) as u32
-        );
-        // Every state type registers grouped split tiles, and the qualify and the tuner
-        // see them (all_for).
-        for st in StateType::ALL {
-            assert!(RecurrentRoute::all_for(Mode::Step, st, &QWEN36_27B)
-                .iter()
-                .any(|r| r.tile.split && r.tile.group > 0));
-        }
     }
 }
