@@ -356,6 +356,39 @@ pub trait Backend: Clone + Send + Sync {
         let [mixed, z, b, a] = [&parts[0], &parts[1], &parts[2], &parts[3]];
         self.gdn_lanes(w, states, mixed, z, a, b)
     }
+    /// `x += gdn(w, state, mixed, z, a, b) W^T`: the GDN mixer, its output norm included,
+    /// through its out projection `out` into the residual stream. The default is
+    /// [`Backend::gdn`] then `linear_add` (a backend may apply the output norm as the
+    /// projection loads its input).
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_out_add(
+        &self,
+        x: &mut Self::Act,
+        w: &Self::GdnWeights,
+        state: &mut Self::GdnState,
+        mixed: &Self::Act,
+        z: &Self::Act,
+        a: &Self::Act,
+        b: &Self::Act,
+        out: &Self::Linear,
+    ) {
+        let o = self.gdn(w, state, mixed, z, a, b);
+        self.linear_add(x, &o, out, None);
+    }
+    /// [`Backend::gdn_out_add`] for the lanes of [`Backend::gdn_lanes_stacked`]. The
+    /// default is that then `linear_add`.
+    fn gdn_lanes_stacked_out_add(
+        &self,
+        x: &mut Self::Act,
+        w: &Self::GdnWeights,
+        states: &mut [&mut Self::GdnState],
+        all: &Self::Act,
+        widths: [usize; 4],
+        out: &Self::Linear,
+    ) {
+        let o = self.gdn_lanes_stacked(w, states, all, widths);
+        self.linear_add(x, &o, out, None);
+    }
     /// The rows of `parts` (equal widths) one after another.
     fn concat_rows(&self, parts: &[Self::Act]) -> Self::Act;
     /// `[a | b]` side by side (same rows).

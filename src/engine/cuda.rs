@@ -48,7 +48,7 @@ use crate::ops::embedding::{self, EmbeddingRoute};
 use crate::ops::gdn::{self, GdnDims, Mode, RawInputs, RecurrentRoute, StateType};
 use crate::ops::linear::{self, Epilogue, LinearArgs, LinearRoute};
 use crate::ops::linear_cublas::PrefillCublas;
-use crate::ops::linear_exact::{self, ExactRoute, Prologue, PrologueKind};
+use crate::ops::linear_exact::{self, ExactKernel, ExactRoute, Prologue, PrologueKind};
 use crate::ops::linear_sgemm::{self, SgemmRoute};
 use crate::ops::rmsnorm::{self, NormShape, NormWeight, RmsNormRoute};
 use crate::ops::weight::DeviceWeight;
@@ -1045,6 +1045,35 @@ impl CudaBackend {
         ok("reading the step's tokens", self.gpu.download(ids))
     }
 
+    /// Whether the lanes' GDN step reads its inputs in place from the stacked
+    /// in-projection: where it reads them only through its prologue (the split route, which
+    /// takes strides): one lane's row, or the lanes' slab on the split tile.
+    fn gdn_lanes_in_place(&self, d: &GdnDims, states: &[&mut CudaGdnState], n: usize) -> bool {
+        let ty = self.gdn_state_type(states[0]);
+        elementwise::split_cols_enabled() && (n == 1 || self.gdn_lanes_route(d, ty, n).tile.split)
+    }
+
+    /// The lanes' GDN step on the stacked in-projection `all` read in place
+    /// ([`Self::gdn_lanes_in_place`]): their `o [n, HV*dv]` before the output norm.
+    fn gdn_lanes_step_in_place(
+        &self,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        all: &CudaAct,
+    ) -> CudaAct {
+        let d = w.0.dims;
+        let base = self.ptr(all);
+        let b = base + ((d.conv_dim() + d.value_dim()) * 4) as u64;
+        let x = RawInputs {
+            mixed: base,
+            a: b + (d.hv * 4) as u64,
+            b,
+            mixed_ld: all.cols,
+            ab_ld: all.cols,
+        };
+        self.gdn_lanes_step(w, states, x)
+    }
+
     /// [`Backend::gdn`] on one lane's state (its own, or an alias of its slot).
     fn gdn_one(
         &self,
@@ -1052,6 +1081,19 @@ impl CudaBackend {
         st: &mut gdn::GdnState,
         mixed: &CudaAct,
         z: &CudaAct,
+        a: &CudaAct,
+        b: &CudaAct,
+    ) -> CudaAct {
+        let o = self.gdn_one_unnormed(w, st, mixed, a, b);
+        self.gdn_out_norm(w, &o, z, mixed.rows)
+    }
+
+    /// [`Self::gdn_one`] before its output norm: the mixer's `o [t, HV*dv]`.
+    fn gdn_one_unnormed(
+        &self,
+        w: &CudaGdnWeights,
+        st: &mut gdn::GdnState,
+        mixed: &CudaAct,
         a: &CudaAct,
         b: &CudaAct,
     ) -> CudaAct {
@@ -1082,7 +1124,7 @@ impl CudaBackend {
                 "gdn prefill",
                 gdn::launch_prefill_stages(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o), stages),
             );
-            return self.gdn_out_norm(w, &o, z, t);
+            return o;
         }
         let mut route = RecurrentRoute::choose(Mode::Step, st.s.ty(), &d)
             .unwrap_or_else(|| panic!("cuda backend: no recurrent GDN tile fits dk = {}", d.dk));
@@ -1101,7 +1143,7 @@ impl CudaBackend {
                 None,
             ),
         );
-        self.gdn_out_norm(w, &o, z, t)
+        o
     }
 
     /// Runs `f` on the state of one lane: its own, or a one-lane alias of its slot in a slab
@@ -1380,6 +1422,69 @@ impl CudaBackend {
         );
         ok("norm_linear", launched);
         y
+    }
+
+    /// The ring route of the GDN out projection `w` at `t` rows with the mixer's output norm
+    /// as its prologue (`PrologueKind::GatedNorm`), where the projection alone would run the
+    /// ring kernel (fused ops on, a lane or a few) and the kernel takes the weight and the
+    /// gate's rows (`z`, `z_ld` floats apart); `None`: the norm and the projection apart.
+    fn gated_norm_route(
+        &self,
+        w: &DeviceWeight,
+        t: usize,
+        gw: &CudaGdnWeights,
+        (z, z_ld): (u64, usize),
+    ) -> Option<ExactRoute> {
+        let d = gw.0.dims;
+        if !linear_exact::gated_norm_enabled()
+            || d.dv != linear_exact::GATED_NORM_GROUP
+            || w.layout.k != d.value_dim()
+            || !linear_exact::ring_gated_takes(w)
+            || !z.is_multiple_of(16)
+            || !z_ld.is_multiple_of(4)
+        {
+            return None;
+        }
+        let plain = self.fused_route(w, t, Epilogue::Residual, PrologueKind::None)?;
+        if !matches!(plain.kernel, ExactKernel::Ring(_)) {
+            return None;
+        }
+        self.fused_route(w, t, Epilogue::Residual, PrologueKind::GatedNorm)
+    }
+
+    /// `x += (o's gated norm with z) w^T` on `route` ([`Self::gated_norm_route`]).
+    fn gated_norm_linear_add(
+        &self,
+        x: &mut CudaAct,
+        route: &ExactRoute,
+        o: &CudaAct,
+        gw: &CudaGdnWeights,
+        (z, z_ld): (u64, usize),
+        w: &DeviceWeight,
+    ) {
+        assert_eq!(
+            (x.rows, x.cols),
+            (o.rows, w.layout.n),
+            "gdn_out_add: shapes"
+        );
+        let prologue = Prologue::GatedNorm {
+            weight: self.slice_ptr(&gw.0.norm_w),
+            eps: gw.0.eps,
+            z,
+            z_ld,
+        };
+        let xp = self.ptr(x);
+        let launched = linear_exact::launch_with(
+            &self.gpu,
+            route,
+            w,
+            self.ptr(o),
+            &prologue,
+            Some(xp),
+            xp,
+            o.rows,
+        );
+        ok("gdn out projection", launched);
     }
 
     /// The gate_up launch of an MLP that writes `silu(gate) * up` itself, where the fused
@@ -1993,6 +2098,30 @@ impl Backend for CudaBackend {
         self.with_lane(state, &d, |st| self.gdn_one(w, st, mixed, z, a, b))
     }
 
+    fn gdn_out_add(
+        &self,
+        x: &mut CudaAct,
+        w: &CudaGdnWeights,
+        state: &mut CudaGdnState,
+        mixed: &CudaAct,
+        z: &CudaAct,
+        a: &CudaAct,
+        b: &CudaAct,
+        out: &DeviceWeight,
+    ) {
+        let gate = (self.ptr(z), z.cols);
+        let Some(route) = self.gated_norm_route(out, mixed.rows, w, gate) else {
+            let o = self.gdn(w, state, mixed, z, a, b);
+            return self.linear_add(x, &o, out, None);
+        };
+        let d = w.0.dims;
+        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
+        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
+        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        let o = self.with_lane(state, &d, |st| self.gdn_one_unnormed(w, st, mixed, a, b));
+        self.gated_norm_linear_add(x, &route, &o, w, gate, out);
+    }
+
     fn concat_rows(&self, parts: &[CudaAct]) -> CudaAct {
         let cols = parts.first().map_or(0, |m| m.cols);
         assert!(
@@ -2217,27 +2346,38 @@ impl Backend for CudaBackend {
             dense.iter().sum::<usize>() <= all.cols,
             "gdn_lanes_stacked: width"
         );
-        // In place where the step reads only through its prologue (the split route, which
-        // takes strides): one lane's row, or the lanes' slab on the split tile.
-        let ty = self.gdn_state_type(states[0]);
-        let in_place = elementwise::split_cols_enabled()
-            && (n == 1 || self.gdn_lanes_route(&d, ty, n).tile.split);
-        if !in_place {
+        if !self.gdn_lanes_in_place(&d, states, n) {
             let parts = self.split_cols(all, &widths);
             return self.gdn_lanes(w, states, &parts[0], &parts[1], &parts[3], &parts[2]);
         }
-        let base = self.ptr(all);
-        let b = base + ((d.conv_dim() + d.value_dim()) * 4) as u64;
-        let x = RawInputs {
-            mixed: base,
-            a: b + (d.hv * 4) as u64,
-            b,
-            mixed_ld: all.cols,
-            ab_ld: all.cols,
-        };
-        let o = self.gdn_lanes_step(w, states, x);
-        let z = base + (d.conv_dim() * 4) as u64;
+        let o = self.gdn_lanes_step_in_place(w, states, all);
+        let z = self.ptr(all) + (d.conv_dim() * 4) as u64;
         self.gdn_out_norm_at(w, &o, (z, Some(all.cols)), n)
+    }
+
+    fn gdn_lanes_stacked_out_add(
+        &self,
+        x: &mut CudaAct,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        all: &CudaAct,
+        widths: [usize; 4],
+        out: &DeviceWeight,
+    ) {
+        let d = w.0.dims;
+        let n = all.rows;
+        let gate = (self.ptr(all) + (d.conv_dim() * 4) as u64, all.cols);
+        check_lanes(states.len(), n, "gdn_lanes_stacked");
+        let dense = widths == [d.conv_dim(), d.value_dim(), d.hv, d.hv];
+        let route = (dense && self.gdn_lanes_in_place(&d, states, n))
+            .then(|| self.gated_norm_route(out, n, w, gate))
+            .flatten();
+        let Some(route) = route else {
+            let o = self.gdn_lanes_stacked(w, states, all, widths);
+            return self.linear_add(x, &o, out, None);
+        };
+        let o = self.gdn_lanes_step_in_place(w, states, all);
+        self.gated_norm_linear_add(x, &route, &o, w, gate, out);
     }
 
     fn concat_cols(&self, a: &CudaAct, b: &CudaAct) -> CudaAct {

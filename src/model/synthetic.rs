@@ -35,7 +35,12 @@ use super::error::ModelError;
 use super::{Dtype, TensorDtype, TensorRef};
 
 /// The synthetic models, by the name `--synthetic` takes.
-pub const SYNTHETIC_MODELS: &[&str] = &["qwen3.6-27b", "qwen3.6-35b-a3b", "smollm2-135m"];
+pub const SYNTHETIC_MODELS: &[&str] = &[
+    "qwen3.6-27b",
+    "qwen3.6-35b-a3b",
+    "smollm2-135m",
+    "qwen3.6-mini",
+];
 
 /// The shapes, for `--help` and the docs.
 pub const SHAPES_HELP: &str = "\
@@ -52,6 +57,10 @@ Random weights at a real model's shapes, no file needed:
   smollm2-135m     SmolLM2-135M-Instruct (llama): hidden 576, 30 layers, 9 heads / 3 kv /
                    head_dim 64, MLP 1536, vocab 49152, tied embedding, rope theta 1e5:
                    134.5 M parameters
+  qwen3.6-mini     the 27B's head shapes at a small width, for `ninfer compare` against the
+                   cpu backend in seconds: hidden 1024, 4 layers (3 GDN + 1 attention),
+                   attention 4 / 1 / 256, GDN 4 / 8 / 128 / 128 / 4, SwiGLU MLP 2048,
+                   vocab 4096, untied head: 50.3 M parameters
 Values: linears N(0, 0.02), norms near 1, GDN A_log and dt_bias as initialised in training;
 the same --seed gives the same weights.";
 
@@ -82,6 +91,22 @@ fn config_json(name: &str) -> Option<&'static str> {
             "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
             "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
             "shared_expert_intermediate_size": 512, "norm_topk_prob": true,
+            "max_position_embeddings": 262144, "mtp_num_hidden_layers": 0,
+            "rope_parameters": {"rope_theta": 10000000, "partial_rotary_factor": 0.25,
+            "rope_type": "default"}}}"#
+        }
+        // Not a released model: the 27B's per-head shapes (GDN dk = dv = 128, attention
+        // head_dim 256, partial RoPE) and widths that are whole multiples of 1024, so that
+        // every kernel route of the real model's decode runs, at a size the cpu backend
+        // checks in seconds.
+        "qwen3.6-mini" => {
+            r#"{"model_type": "qwen3_5", "tie_word_embeddings": false,
+            "text_config": {"model_type": "qwen3_5_text", "hidden_size": 1024,
+            "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 1,
+            "head_dim": 256, "intermediate_size": 2048, "vocab_size": 4096,
+            "rms_norm_eps": 1e-6, "linear_num_key_heads": 4, "linear_num_value_heads": 8,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+            "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
             "max_position_embeddings": 262144, "mtp_num_hidden_layers": 0,
             "rope_parameters": {"rope_theta": 10000000, "partial_rotary_factor": 0.25,
             "rope_type": "default"}}}"#
@@ -432,6 +457,21 @@ mod tests {
         assert_eq!((c.head_dim, c.num_key_value_heads), (64, 3));
         assert!(c.tie_word_embeddings);
 
+        let c = synthetic_config("qwen3.6-mini").unwrap();
+        assert_eq!(c.architecture, Architecture::Qwen35);
+        assert_eq!((c.hidden_size, c.num_hidden_layers), (1024, 4));
+        assert_eq!((0..4).filter(|&i| c.is_full_attention(i)).count(), 1);
+        let g = c.gdn.as_ref().unwrap();
+        assert_eq!(
+            (
+                g.num_key_heads,
+                g.num_value_heads,
+                g.key_head_dim,
+                g.value_head_dim
+            ),
+            (4, 8, 128, 128)
+        );
+
         let e = synthetic_config("llama-7b").unwrap_err().to_string();
         assert!(e.contains("llama-7b") && e.contains("qwen3.6-27b"), "{e}");
     }
@@ -463,6 +503,9 @@ mod tests {
             w.shape("model.embed_tokens.weight"),
             Some(&[49152, 576][..])
         );
+
+        let w = SyntheticWeights::new("qwen3.6-mini", 0).unwrap();
+        assert!(within(w.param_count(), 50.3e6, 0.01), "{}", w.param_count());
     }
 
     #[test]

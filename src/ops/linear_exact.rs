@@ -97,7 +97,14 @@ pub enum PrologueKind {
     /// `X = silu(gate) * up` of a gate_up input `[T, 2K]` (gate in columns `[0, K)`), as
     /// the elementwise swiglu computes it (f32).
     Swiglu,
+    /// The GDN mixer's output norm, `X = x * rsqrt(mean_g(x^2) + eps) * w * silu(z)` over
+    /// each group of [`GATED_NORM_GROUP`] (one value head), as `templates/gdn/out_norm.cu`
+    /// computes it (f32): ring routes only ([`PrologueKind::RING_ONLY`]).
+    GatedNorm,
 }
+
+/// The gated norm prologue's group: one value head (dv = 128 in every model here).
+pub const GATED_NORM_GROUP: usize = 128;
 
 impl PrologueKind {
     /// The prologues that are instantiated (beside `None`), each with one epilogue:
@@ -112,6 +119,11 @@ impl PrologueKind {
         (PrologueKind::Swiglu, Epilogue::Residual),
     ];
 
+    /// The prologues only the ring kernel instantiates, each with one epilogue: the gated
+    /// norm with the residual (the GDN mixer's out projection, one lane or a few).
+    pub const RING_ONLY: [(PrologueKind, Epilogue); 1] =
+        [(PrologueKind::GatedNorm, Epilogue::Residual)];
+
     /// The template's `prologue` parameter.
     pub fn param(self) -> &'static str {
         match self {
@@ -119,6 +131,7 @@ impl PrologueKind {
             PrologueKind::RmsNorm(NormWeight::Plain) => "rmsnorm",
             PrologueKind::RmsNorm(NormWeight::ZeroCentred) => "rmsnorm1p",
             PrologueKind::Swiglu => "swiglu",
+            PrologueKind::GatedNorm => "gatednorm",
         }
     }
 
@@ -140,16 +153,30 @@ pub enum Prologue {
     },
     /// The input `x` is `[T, 2K]` (gate, then up, per row).
     Swiglu,
+    /// `weight`: the norm's f32 weight `[GATED_NORM_GROUP]`; `z`: the gate, row `t` at
+    /// `z + 4 * t * z_ld` (16-byte aligned rows).
+    GatedNorm {
+        weight: u64,
+        eps: f32,
+        z: u64,
+        z_ld: usize,
+    },
 }
 
 impl Prologue {
     /// The prologue of `kind`, an RMSNorm reading its weight `[K]` at `weight` with `eps`
-    /// (ignored by the other kinds).
-    pub fn of_kind(kind: PrologueKind, weight: u64, eps: f32) -> Prologue {
+    /// (ignored by the other kinds; the gated norm's gate at `z`, rows `z_ld` apart).
+    pub fn of_kind(kind: PrologueKind, weight: u64, eps: f32, (z, z_ld): (u64, usize)) -> Prologue {
         match kind {
             PrologueKind::None => Prologue::None,
             PrologueKind::RmsNorm(conv) => Prologue::RmsNorm { weight, eps, conv },
             PrologueKind::Swiglu => Prologue::Swiglu,
+            PrologueKind::GatedNorm => Prologue::GatedNorm {
+                weight,
+                eps,
+                z,
+                z_ld,
+            },
         }
     }
 
@@ -158,6 +185,7 @@ impl Prologue {
             Prologue::None => PrologueKind::None,
             Prologue::RmsNorm { conv, .. } => PrologueKind::RmsNorm(conv),
             Prologue::Swiglu => PrologueKind::Swiglu,
+            Prologue::GatedNorm { .. } => PrologueKind::GatedNorm,
         }
     }
 }
@@ -537,6 +565,14 @@ pub fn ring_enabled() -> bool {
     switch_on(&ON, "NINFER_EXACT_RING")
 }
 
+/// Whether the engine runs the GDN mixer's output norm as the ring kernel's prologue of
+/// its out projection ([`PrologueKind::GatedNorm`]): yes unless the environment sets
+/// `NINFER_GATED_NORM=0` (an A/B switch for whole-model benchmarks in one run).
+pub fn gated_norm_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    switch_on(&ON, "NINFER_GATED_NORM")
+}
+
 /// `NINFER_RING_BLOCKS_PER_SM=n` (n >= 1): a ring launch takes at most `n` blocks per SM
 /// even where more fit, so that the next launch's blocks can become resident beside it
 /// and issue their first weight stages (before their PDL wait) while it drains. An A/B
@@ -730,6 +766,18 @@ impl ExactRoute {
         epilogue: Epilogue,
         prologue: PrologueKind,
     ) -> Option<Self> {
+        if PrologueKind::RING_ONLY.contains(&(prologue, epilogue)) {
+            // The ring kernel's own prologues: its default split where it runs T, else none.
+            let tt = (t.max(1) as u32).next_power_of_two();
+            let ring = ring_supports(format) && RING_TT.contains(&tt) && ring_enabled();
+            return ring.then(|| ExactRoute {
+                format,
+                tt,
+                epilogue,
+                kernel: ExactKernel::Ring(ring_tile(format.bits, tt)),
+                prologue,
+            });
+        }
         if stream_supports(format) {
             if !prologue.instantiated_with(epilogue) {
                 return None;
@@ -852,8 +900,20 @@ pub fn ring_swiglu_takes(w: &DeviceWeight) -> bool {
         && w.layout.q_offset.is_multiple_of(16)
 }
 
+/// Whether the ring kernel takes `w` with the gated norm prologue (it has no fallback
+/// kernel with that prologue): K a whole number of rounds and of norm groups, 16-byte rows.
+pub fn ring_gated_takes(w: &DeviceWeight) -> bool {
+    ring_supports(w.format)
+        && w.layout.k.is_multiple_of(1024)
+        && w.layout.k.is_multiple_of(GATED_NORM_GROUP)
+        && w.layout.q_row_bytes.is_multiple_of(16)
+        && w.layout.s_row_bytes.is_multiple_of(16)
+        && w.layout.q_offset.is_multiple_of(16)
+}
+
 /// The ring kernel's routes: every format it takes, every column tile and split, both
-/// epilogues and the fused prologues ([`PrologueKind::FUSED`]); on the splits of an even
+/// epilogues, the fused prologues ([`PrologueKind::FUSED`]) and its own
+/// ([`PrologueKind::RING_ONLY`]); on the splits of an even
 /// number of rows also the RMSNorm prologues with the SwiGLU epilogue.
 fn ring_routes() -> Vec<ExactRoute> {
     let mut v = Vec::new();
@@ -868,6 +928,7 @@ fn ring_routes() -> Vec<ExactRoute> {
                     (PrologueKind::None, Epilogue::Residual),
                 ];
                 kinds.extend(PrologueKind::FUSED);
+                kinds.extend(PrologueKind::RING_ONLY);
                 if tile.rows.is_multiple_of(2) {
                     kinds.extend(RING_SWIGLU_EPILOGUE_PROLOGUES.map(|p| (p, Epilogue::Swiglu)));
                 }
@@ -1319,6 +1380,14 @@ pub(super) fn launch_inner(
                             .into(),
                     })
                 }
+                None if route.prologue == PrologueKind::GatedNorm => {
+                    return Err(GpuError::Driver {
+                        what: format!("launching {}", entry.entry),
+                        err: "the ring kernel does not take this weight (K, alignment or \
+                              shared memory) and no other kernel has the gated norm prologue"
+                            .into(),
+                    })
+                }
                 None => {
                     let fallback = route.stream_fallback();
                     return launch_inner(gpu, &fallback, w, x, prologue, residual, y, t, over);
@@ -1401,8 +1470,22 @@ pub(super) fn launch_inner(
     };
     let slab = slab as i32;
     let (pw, eps) = match *prologue {
-        Prologue::RmsNorm { weight, eps, .. } => (weight, eps),
+        Prologue::RmsNorm { weight, eps, .. } | Prologue::GatedNorm { weight, eps, .. } => {
+            (weight, eps)
+        }
         _ => (0u64, 0f32),
+    };
+    // The gated norm's z, in the two arguments where gemv.cu takes a second pair of weight
+    // planes (the other kernels get the weights' again and do not read them).
+    let gate = match *prologue {
+        Prologue::GatedNorm { z, z_ld, .. } => {
+            assert!(
+                z.is_multiple_of(16) && z_ld.is_multiple_of(4),
+                "the gated norm's z needs 16-byte aligned rows"
+            );
+            Some((z, z_ld))
+        }
+        _ => None,
     };
     // Row stride of x in elements.
     let x_row = if route.prologue == PrologueKind::Swiglu {
@@ -1424,11 +1507,15 @@ pub(super) fn launch_inner(
             r0 + (col * n * 4) as u64,
             y + (col * y_row * 4) as u64,
         );
+        let (x2, x2_ld) = match gate {
+            Some((z, z_ld)) => (z + (col * z_ld * 4) as u64, z_ld as i64),
+            None => (q, s as i64),
+        };
         let mut b = gpu.launch(&kernel);
         b.arg(&q)
             .arg(&s)
-            .arg(&q)
-            .arg(&s)
+            .arg(&x2)
+            .arg(&x2_ld)
             .arg(&stride_q)
             .arg(&stride_s)
             .arg(&xc)
@@ -1531,12 +1618,13 @@ pub const STREAM_SHAPES: [(usize, usize); 7] = [
 pub(super) type Case = (usize, usize, usize, Override);
 
 /// The f64 activations the prologue makes of `x` (`[t, K]`, or `[t, 2K]` for SwiGLU) with
-/// the norm weight `nw` and `eps`.
+/// the norm weight `nw` and `eps` (the gated norm's gate: `z`, rows `z_ld` apart).
 fn prologue_reference(
     kind: PrologueKind,
     x: &[f32],
     nw: &[f32],
     eps: f32,
+    (z, z_ld): (&[f32], usize),
     (t, k): (usize, usize),
 ) -> Vec<f64> {
     let mut out = Vec::with_capacity(t * k);
@@ -1559,6 +1647,22 @@ fn prologue_reference(
                     let (g, u) = (row[i] as f64, row[k + i] as f64);
                     g / (1.0 + (-g).exp()) * u
                 }));
+            }
+            PrologueKind::GatedNorm => {
+                let row = &x[ti * k..(ti + 1) * k];
+                let zr = &z[ti * z_ld..ti * z_ld + k];
+                for (xg, zg) in row
+                    .chunks(GATED_NORM_GROUP)
+                    .zip(zr.chunks(GATED_NORM_GROUP))
+                {
+                    let ms = xg.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>()
+                        / GATED_NORM_GROUP as f64;
+                    let inv = 1.0 / (ms + eps as f64).sqrt();
+                    out.extend(xg.iter().zip(zg).zip(nw).map(|((&v, &g), &w)| {
+                        let g = g as f64;
+                        v as f64 * inv * w as f64 * (g / (1.0 + (-g).exp()))
+                    }));
+                }
             }
         }
     }
@@ -1595,18 +1699,30 @@ fn check(
             let centre = if conv == NormWeight::Plain { 1.0 } else { 0.0 };
             draw(rng, k).iter().map(|v| centre + 0.25 * v).collect()
         }
+        PrologueKind::GatedNorm => draw(rng, GATED_NORM_GROUP)
+            .iter()
+            .map(|v| 1.0 + 0.25 * v)
+            .collect(),
+        _ => vec![0.0],
+    };
+    // The gated norm's gate, in rows wider than K (read in place from a stacked
+    // projection, as the engine does).
+    let z_ld = k + 64;
+    let z = match route.prologue {
+        PrologueKind::GatedNorm => draw(rng, t * z_ld),
         _ => vec![0.0],
     };
     let eps = 1e-6f32;
     let dx = gpu.upload(&x)?;
     let dr = gpu.upload(&r)?;
     let dnw = gpu.upload(&nw)?;
+    let dz = gpu.upload(&z)?;
     // Outputs a column: N, or I = N / 2 (gate rows, then up rows) with the SwiGLU epilogue.
     let swiglu = route.epilogue == Epilogue::Swiglu;
     let n_out = if swiglu { n / 2 } else { n };
     let dy = gpu.upload(&vec![f32::NAN; t * n_out])?;
     let res = (route.epilogue == Epilogue::Residual).then(|| dptr(gpu, &dr));
-    let prologue = Prologue::of_kind(route.prologue, dptr(gpu, &dnw), eps);
+    let prologue = Prologue::of_kind(route.prologue, dptr(gpu, &dnw), eps, (dptr(gpu, &dz), z_ld));
     // Each route's own kernel (no small-K substitute): every split is qualified by name.
     let over = Override {
         exact_tile: true,
@@ -1684,7 +1800,7 @@ fn check(
         let w_rows: Vec<Vec<f32>> = rows.iter().map(|&i| decode(i)).collect();
         let up_rows: Option<Vec<Vec<f32>>> =
             swiglu.then(|| rows.iter().map(|&i| decode(n_out + i)).collect());
-        let xe = prologue_reference(route.prologue, &x, &nw, eps, (t, k));
+        let xe = prologue_reference(route.prologue, &x, &nw, eps, (&z, z_ld), (t, k));
         let want = super::linear::reference_rows(
             &xe,
             (t, k),
@@ -1780,6 +1896,8 @@ fn smollm2_cases(route: &ExactRoute) -> Vec<Case> {
             v
         }
         PrologueKind::Swiglu => vec![(1, 576, 1536, plain)],
+        // A ring route's only prologue: no stream route has it.
+        PrologueKind::GatedNorm => Vec::new(),
     }
 }
 
@@ -1849,6 +1967,8 @@ fn block_cases(route: &ExactRoute, tile: StreamTile) -> Vec<Case> {
             cases.push((hi, 5120, 17408, plain));
             cases.push((lo, 5120, 17408, slabs(STREAM_SMEM)));
         }
+        // A ring route's only prologue: no stream route has it.
+        PrologueKind::GatedNorm => {}
     }
     if tile.persistent {
         let (n, k) = match route.prologue {
@@ -1916,6 +2036,13 @@ fn ring_cases(route: &ExactRoute) -> Vec<Case> {
         PrologueKind::Swiglu => {
             cases.push((tt, 5120, 17408, plain));
             cases.push((lo, 1000, 2048, forced(2, 5)));
+        }
+        PrologueKind::GatedNorm => {
+            // The 27B's GDN out projection (48 heads), slices of pairs on 5 blocks, and
+            // more columns than the tile (several launches, z advancing with them).
+            cases.push((tt, 5120, 6144, plain));
+            cases.push((lo, 1000, 2048, forced(2, 5)));
+            cases.push((2 * tt + 1, 1024, 1024, plain));
         }
     }
     cases
@@ -2239,7 +2366,7 @@ impl OneColumnCase {
     }
 
     fn prologue(&self, gpu: &Gpu) -> Prologue {
-        Prologue::of_kind(self.kind, dptr(gpu, &self.nw), 1e-6)
+        Prologue::of_kind(self.kind, dptr(gpu, &self.nw), 1e-6, (0, 0))
     }
 }
 
@@ -2630,11 +2757,41 @@ mod tests {
     }
 
     #[test]
+    fn the_gated_norm_is_a_ring_route_with_the_residual_only() {
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let gn = PrologueKind::GatedNorm;
+        let all = all_routes();
+        for t in [1, 2, 3, 4] {
+            let r = ExactRoute::choose_with(q4, t, Epilogue::Residual, gn).unwrap();
+            assert!(matches!(r.kernel, ExactKernel::Ring(_)), "T = {t}: {r:?}");
+            assert!(r.spec().entry.ends_with("_gatednorm"), "{}", r.spec().entry);
+            assert_eq!(r.spec().params["prologue"], "gatednorm");
+            assert!(
+                all.contains(&r),
+                "T = {t}: the chosen route is instantiated"
+            );
+        }
+        // Past the ring kernel's columns, with another epilogue, or a format the ring kernel
+        // does not take: no route (the caller runs the norm and the projection apart).
+        assert!(ExactRoute::choose_with(q4, 8, Epilogue::Residual, gn).is_none());
+        assert!(ExactRoute::choose_with(q4, 1, Epilogue::None, gn).is_none());
+        let bf16 = crate::formats::format("bf16").unwrap();
+        assert!(ExactRoute::choose_with(bf16, 1, Epilogue::Residual, gn).is_none());
+        // No stream or mma route has it.
+        assert!(all.iter().filter(|r| r.prologue == gn).all(|r| matches!(
+            r.kernel,
+            ExactKernel::Ring(_)
+        ) && r.epilogue
+            == Epilogue::Residual));
+        assert_eq!(PrologueKind::GatedNorm.param(), "gatednorm");
+    }
+
+    #[test]
     fn the_prologue_reference_normalises_and_gates() {
         let x = [3.0f32, 4.0, -1.0, 2.0];
         let nw = [1.0f32, 0.5];
         let p = PrologueKind::RmsNorm(NormWeight::Plain);
-        let v = prologue_reference(p, &x, &nw, 0.0, (2, 2));
+        let v = prologue_reference(p, &x, &nw, 0.0, (&[], 0), (2, 2));
         let inv = 1.0 / (12.5f64).sqrt();
         assert!((v[0] - 3.0 * inv).abs() < 1e-12 && (v[1] - 2.0 * inv).abs() < 1e-12);
         let zc = prologue_reference(
@@ -2642,12 +2799,33 @@ mod tests {
             &x,
             &nw,
             0.0,
+            (&[], 0),
             (2, 2),
         );
         assert!((zc[1] - 4.0 * inv * 1.5).abs() < 1e-12);
-        let s = prologue_reference(PrologueKind::Swiglu, &x, &[], 0.0, (1, 2));
+        let s = prologue_reference(PrologueKind::Swiglu, &x, &[], 0.0, (&[], 0), (1, 2));
         let silu = |g: f64| g / (1.0 + (-g).exp());
         assert!((s[0] - -silu(3.0)).abs() < 1e-12 && (s[1] - silu(4.0) * 2.0).abs() < 1e-12);
+        // The gated norm: per group of 128, the gate's rows z_ld apart (here two rows of 256:
+        // two groups each, the second row's gate after a gap).
+        let g = GATED_NORM_GROUP;
+        let x: Vec<f32> = (0..4 * g).map(|i| ((i % 7) as f32 - 3.0) * 0.5).collect();
+        let z_ld = 2 * g + 8;
+        let z: Vec<f32> = (0..2 * z_ld)
+            .map(|i| ((i % 5) as f32 - 2.0) * 0.7)
+            .collect();
+        let w: Vec<f32> = (0..g).map(|i| 1.0 + (i % 3) as f32 * 0.1).collect();
+        let eps = 1e-6f32;
+        let gn = prologue_reference(PrologueKind::GatedNorm, &x, &w, eps, (&z, z_ld), (2, 2 * g));
+        for (i, &got) in gn.iter().enumerate() {
+            let (row, col) = (i / (2 * g), i % (2 * g));
+            let group = &x[row * 2 * g + col / g * g..][..g];
+            let ms = group.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / g as f64;
+            let want = x[i] as f64 / (ms + eps as f64).sqrt()
+                * w[col % g] as f64
+                * silu(z[row * z_ld + col] as f64);
+            assert!((got - want).abs() < 1e-12, "{i}: {got} vs {want}");
+        }
     }
 
     #[test]

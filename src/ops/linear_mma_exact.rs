@@ -780,6 +780,8 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
             v.push((odd, 576, 1536, plain));
             v.push((odd, 1000, 2048, forced));
         }
+        // A ring route's only prologue: no mma route has it.
+        PrologueKind::GatedNorm => {}
     }
     if matches!(route.kernel, ExactKernel::Mma(MmaTile { mt: 1.., .. })) {
         // The ring kernel runs as named on every shape (no swap to the register kernel past
@@ -984,7 +986,7 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
         let y: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
         let r: CudaSlice<f32> = gpu.alloc_zeros(t * n)?;
         let (xp, yp, rp) = (dptr(gpu, &x), dptr(gpu, &y), dptr(gpu, &r));
-        let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6);
+        let prologue = Prologue::of_kind(kind, dptr(gpu, &nw), 1e-6, (0, 0));
         let res = (epilogue == Epilogue::Residual).then_some(rp);
         let swiglu = epilogue == Epilogue::Swiglu;
         let exact = if swiglu {

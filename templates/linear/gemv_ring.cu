@@ -57,9 +57,17 @@
   sum's lane; ks > 1: both meet in the slice sums). The silu is the fast-intrinsic one of
   the SwiGLU prologue, so the down projection's input has the same bits either way.
 
+  Gated RMSNorm prologue ("gatednorm"): the GDN mixer's output norm (gdn/out_norm.cu),
+  X = x * rsqrt(mean(x^2) + eps) * w * silu(z) over each group of GN_GROUP (one value
+  head; w [GN_GROUP] shared by the heads), z read at x2 + t * x2_ld. A group is 16 staging
+  units of 8, i.e. 16 consecutive threads of a staging pass (K and the group are multiples
+  of 128 floats), so its sum of squares is a half-warp's xor shuffles and the norm is
+  applied as x is staged: the norm's own launch is gone (bench/engine/step run 6: 48 of the
+  27B's 1-lane launches, ~3 us each).
+
   Params: format (4 or 8 bits, groups of 32, 64 or 128), tt, rows, warps, stages,
   epilogue ("none" | "residual" | "swiglu"), act ("f32"), prologue ("none" | "rmsnorm" |
-  "rmsnorm1p" | "swiglu"). Argument `ks` (where gemv_stream.cu has `slab`): K-slices per
+  "rmsnorm1p" | "swiglu" | "gatednorm"). Argument `ks` (where gemv_stream.cu has `slab`): K-slices per
   row stream. Dynamic shared memory: tt*K/32*144 (activations) + warps*stages*STAGE_BYTES
   (ring) + ceil(N/G)*ks*tt*4 (slice sums, ks > 1; SwiGLU: 2*ceil(I/G)*ks*tt*4).
 #}
@@ -119,17 +127,24 @@
 {%- else %}
 #define PRO_SWIGLU 0
 {%- endif %}
+{%- if prologue == "gatednorm" %}
+#define PRO_GATED 1
+{%- else %}
+#define PRO_GATED 0
+{%- endif %}
+// The gated norm's group: one value head of every model here (dk = dv = 128).
+#define GN_GROUP 128
 {%- if epilogue == "swiglu" %}
 #define EPI_SWIGLU 1
 {%- else %}
 #define EPI_SWIGLU 0
 {%- endif %}
-#if EPI_SWIGLU && (ROWS % 2 != 0 || PRO_SWIGLU)
+#if EPI_SWIGLU && (ROWS % 2 != 0 || PRO_SWIGLU || PRO_GATED)
 #error "the SwiGLU epilogue pairs rows (even rows) and its input is not itself a gate_up"
 #endif
 // Outputs a pass of a stream: ROWS rows, or ROWS / 2 (gate, up) pairs.
 #define UNITS (EPI_SWIGLU ? ROWS / 2 : ROWS)
-#if PRO_RMS || PRO_SWIGLU
+#if PRO_RMS || PRO_SWIGLU || PRO_GATED
 #define STAGE_BATCH 2
 #else
 #define STAGE_BATCH 4
@@ -196,7 +211,7 @@ __device__ __forceinline__ void load_x8(const float* p, float* o) {
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 {{ kernel_name }}(const u8* __restrict__ q, const u8* __restrict__ s,
-                  const u8* __restrict__ q2, const u8* __restrict__ s2,
+                  const float* __restrict__ x2, long long x2_ld,
                   long long q_row_bytes, long long s_row_bytes,
                   const float* __restrict__ x,
                   const float* residual,
@@ -325,8 +340,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
         const float off = -pow2f(FMT_BITS - 1 + EXP_E - 149);
         for (int i0 = threadIdx.x; i0 - (int)threadIdx.x < total; i0 += STAGE_BATCH * BLOCK) {
             float v[STAGE_BATCH][8];
-#if PRO_RMS || PRO_SWIGLU
+#if PRO_RMS || PRO_SWIGLU || PRO_GATED
             float v2[STAGE_BATCH][8];
+#endif
+#if PRO_GATED
+            float v3[STAGE_BATCH][8];
 #endif
 #pragma unroll
             for (int j = 0; j < STAGE_BATCH; ++j) {
@@ -339,13 +357,20 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                     load_x8(x + (long long)t * x_stride + K + k, v2[j]);
 #elif PRO_RMS
                     load_x8(pw + k, v2[j]);
+#elif PRO_GATED
+                    load_x8(x2 + (long long)t * x2_ld + k, v2[j]);
+                    load_x8(pw + k % GN_GROUP, v3[j]);
 #endif
                 } else {
 #pragma unroll
                     for (int m = 0; m < 8; ++m) v[j][m] = 0.0f;
-#if PRO_RMS || PRO_SWIGLU
+#if PRO_RMS || PRO_SWIGLU || PRO_GATED
 #pragma unroll
                     for (int m = 0; m < 8; ++m) v2[j][m] = 0.0f;
+#endif
+#if PRO_GATED
+#pragma unroll
+                    for (int m = 0; m < 8; ++m) v3[j][m] = 0.0f;
 #endif
                 }
             }
@@ -379,6 +404,17 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                     const float silu = __fdividef(gv, 1.0f + __expf(-gv));
                     v[j][m] = __fmul_rn(silu, v2[j][m]);
                 }
+#elif PRO_GATED
+                // The group's 16 units are 16 consecutive i, i.e. 16 aligned lanes (units
+                // past the columns are zeros and stay zeros: 0 * rsqrt(eps)).
+                float sq = 0.0f;
+#pragma unroll
+                for (int m = 0; m < 8; ++m) sq = fmaf(v[j][m], v[j][m], sq);
+#pragma unroll
+                for (int o = 1; o < 16; o <<= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+                const float inv = rsqrtf(sq / (float)GN_GROUP + eps);
+#pragma unroll
+                for (int m = 0; m < 8; ++m) v[j][m] = v[j][m] * inv * v3[j][m] * silu_f32(v2[j][m]);
 #endif
                 // The chunk's sum over its 4 units: 4 consecutive i, 4 aligned lanes.
                 float part = 0.0f;

@@ -533,8 +533,8 @@ impl<B: Backend> Qwen35<B> {
         let zc = NormWeight::ZeroCentred;
         // The input norm feeds one stacked projection per mixer: the backend may fuse it.
         let normed_linear = |w: &B::Linear| b.norm_linear(x, &l.input_norm, eps, zc, w);
-        // The mixer's output before its out projection, and that projection.
-        let (pre, out_w) = match &l.mixer {
+        // The mixer, through its out projection into the residual stream.
+        match &l.mixer {
             Mixer::Attention {
                 wqkv,
                 o_proj,
@@ -551,7 +551,7 @@ impl<B: Backend> Qwen35<B> {
                     conv: zc,
                 };
                 let a = kv.gated_attention(b, li, &qkv, norms, self.shape, &self.rope);
-                (a, o_proj)
+                b.linear_add(x, &a, o_proj, None);
             }
             Mixer::Gdn {
                 in_proj,
@@ -562,18 +562,20 @@ impl<B: Backend> Qwen35<B> {
                 let all = normed_linear(in_proj);
                 let (qkv_w, z_w) = (d.conv_dim(), d.value_dim());
                 let widths = [qkv_w, z_w, d.hv, d.hv];
-                let o = match gdn {
+                // The output norm and the out projection: one op, which a backend may run
+                // as one launch.
+                match gdn {
                     GdnRows::One(st) => {
                         let st = st.expect("a GDN layer has a GDN state");
                         let [mixed, z, bb, aa]: [B::Act; 4] = super::split_n(b, &all, widths);
-                        b.gdn(params, st, &mixed, &z, &aa, &bb)
+                        b.gdn_out_add(x, params, st, &mixed, &z, &aa, &bb, out_proj);
                     }
-                    GdnRows::Lanes(sts) => b.gdn_lanes_stacked(params, sts, &all, widths),
-                };
-                (o, out_proj)
+                    GdnRows::Lanes(sts) => {
+                        b.gdn_lanes_stacked_out_add(x, params, sts, &all, widths, out_proj)
+                    }
+                }
             }
-        };
-        b.linear_add(x, &pre, out_w, None);
+        }
         match &l.ffn {
             Ffn::Dense(m) => norm_mlp_add(b, m, x, &l.post_norm, eps, zc),
             Ffn::Moe {
