@@ -338,6 +338,14 @@ fn ok<T>(what: &str, r: Result<T, GpuError>) -> T {
     r.unwrap_or_else(|e| panic!("cuda backend: {what}: {e}"))
 }
 
+/// The widths the GDN mixer's inputs must have: `mixed` the conv channels, `z` the value
+/// heads, `a` and `b` one per value head.
+fn check_gdn_inputs(d: &GdnDims, mixed: &CudaAct, z: &CudaAct, a: &CudaAct, b: &CudaAct) {
+    assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
+    assert_eq!(z.cols, d.value_dim(), "gdn: z width");
+    assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+}
+
 impl CudaBackend {
     /// Opens GPU `ordinal`.
     pub fn open(ordinal: usize, opts: CudaOptions) -> Result<Self, GpuError> {
@@ -2092,9 +2100,7 @@ impl Backend for CudaBackend {
         b: &CudaAct,
     ) -> CudaAct {
         let d = w.0.dims;
-        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
-        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
-        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        check_gdn_inputs(&d, mixed, z, a, b);
         self.with_lane(state, &d, |st| self.gdn_one(w, st, mixed, z, a, b))
     }
 
@@ -2115,9 +2121,7 @@ impl Backend for CudaBackend {
             return self.linear_add(x, &o, out, None);
         };
         let d = w.0.dims;
-        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
-        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
-        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        check_gdn_inputs(&d, mixed, z, a, b);
         let o = self.with_lane(state, &d, |st| self.gdn_one_unnormed(w, st, mixed, a, b));
         self.gated_norm_linear_add(x, &route, &o, w, gate, out);
     }
@@ -2316,9 +2320,7 @@ impl Backend for CudaBackend {
         let d = w.0.dims;
         let n = mixed.rows;
         check_lanes(states.len(), n, "gdn_lanes");
-        assert_eq!(mixed.cols, d.conv_dim(), "gdn: mixed width");
-        assert_eq!(z.cols, d.value_dim(), "gdn: z width");
-        assert_eq!((a.cols, b.cols), (d.hv, d.hv), "gdn: a/b width");
+        check_gdn_inputs(&d, mixed, z, a, b);
         assert_eq!((z.rows, a.rows, b.rows), (n, n, n), "gdn_lanes: rows");
         let x = RawInputs {
             mixed: self.ptr(mixed),
