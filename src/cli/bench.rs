@@ -46,8 +46,8 @@ pub struct ModelBenchArgs {
     /// SmolLM2-135M-Instruct, fetched on first use).
     #[arg(long, value_name = "PATH", conflicts_with = "synthetic")]
     pub model: Option<PathBuf>,
-    /// qwen3.6-27b | qwen3.6-35b-a3b | smollm2-135m: random weights at a real model's
-    /// shapes, no file needed (shapes: --help).
+    /// qwen3.6-27b | qwen3.6-35b-a3b | smollm2-135m | qwen3.6-mini: random weights at a
+    /// real model's shapes, no file needed (shapes: --help).
     #[arg(long, value_name = "NAME", long_help = SHAPES_HELP)]
     pub synthetic: Option<String>,
     /// Seed of the synthetic weights and of the random token ids.

@@ -28,8 +28,10 @@ pub struct CompareArgs {
     /// A GGUF file or a Hugging Face model directory (default: SmolLM2-135M-Instruct).
     #[arg(long, value_name = "PATH", conflicts_with = "synthetic")]
     pub model: Option<PathBuf>,
-    /// qwen3.6-27b | qwen3.6-35b-a3b | smollm2-135m: random weights at a real model's
-    /// shapes; the prompt is then `--synthetic-prompt` random token ids.
+    /// qwen3.6-27b | qwen3.6-35b-a3b | smollm2-135m | qwen3.6-mini: random weights at a
+    /// real model's shapes (qwen3.6-mini: the 27B's head shapes at a small width, which the
+    /// cpu backend runs in seconds; all shapes: `ninfer bench model --help`); the prompt is
+    /// then `--synthetic-prompt` random token ids.
     #[arg(long, value_name = "NAME")]
     pub synthetic: Option<String>,
     /// Seed of the synthetic weights and of the random prompt.

@@ -89,7 +89,7 @@ pub struct TuneRunArgs {
     #[arg(long, value_name = "PATH")]
     pub model: Vec<PathBuf>,
     /// Synthetic models whose shapes to tune, comma-separated or repeated:
-    /// qwen3.6-27b, qwen3.6-35b-a3b, smollm2-135m (shapes: --help).
+    /// qwen3.6-27b, qwen3.6-35b-a3b, smollm2-135m, qwen3.6-mini (shapes: --help).
     #[arg(long, value_name = "NAME,...", value_delimiter = ',', long_help = SHAPES_HELP)]
     pub synthetic: Vec<String>,
     /// More weight shapes to tune, as N x K (`--shape 17408x5120`), comma-separated or
