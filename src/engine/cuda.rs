@@ -1454,10 +1454,11 @@ impl CudaBackend {
             return None;
         }
         let plain = self.fused_route(w, t, Epilogue::Residual, PrologueKind::None)?;
-        if !matches!(plain.kernel, ExactKernel::Ring(_)) {
-            return None;
-        }
-        self.fused_route(w, t, Epilogue::Residual, PrologueKind::GatedNorm)
+        // The same tuned ring split with the prologue (every ring split instantiates it).
+        matches!(plain.kernel, ExactKernel::Ring(_)).then(|| ExactRoute {
+            prologue: PrologueKind::GatedNorm,
+            ..plain
+        })
     }
 
     /// `x += (o's gated norm with z) w^T` on `route` ([`Self::gated_norm_route`]).

@@ -888,27 +888,27 @@ pub fn ring_with_swiglu_epilogue(route: &ExactRoute, w: &DeviceWeight) -> Option
     })
 }
 
-/// Whether the ring kernel's SwiGLU epilogue takes the stacked gate_up `w`: a ring format,
-/// an even number of rows, whole 1024-weight rounds of K and 16-byte rows (what
-/// `ring_geometry` asks, so the launch never falls back to the stream kernel).
-pub fn ring_swiglu_takes(w: &DeviceWeight) -> bool {
+/// Whether the ring kernel itself takes `w`: a ring format, whole 1024-weight rounds of K
+/// and 16-byte rows (what `ring_geometry` asks of the weight, so a launch of a prologue or
+/// epilogue only the ring kernel has never falls back to the stream kernel).
+fn ring_takes(w: &DeviceWeight) -> bool {
     ring_supports(w.format)
-        && w.layout.n.is_multiple_of(2)
         && w.layout.k.is_multiple_of(1024)
         && w.layout.q_row_bytes.is_multiple_of(16)
         && w.layout.s_row_bytes.is_multiple_of(16)
         && w.layout.q_offset.is_multiple_of(16)
 }
 
-/// Whether the ring kernel takes `w` with the gated norm prologue (it has no fallback
-/// kernel with that prologue): K a whole number of rounds and of norm groups, 16-byte rows.
+/// Whether the ring kernel's SwiGLU epilogue takes the stacked gate_up `w`: [`ring_takes`]
+/// and an even number of rows.
+pub fn ring_swiglu_takes(w: &DeviceWeight) -> bool {
+    ring_takes(w) && w.layout.n.is_multiple_of(2)
+}
+
+/// Whether the ring kernel takes `w` with the gated norm prologue: [`ring_takes`] and K a
+/// whole number of norm groups.
 pub fn ring_gated_takes(w: &DeviceWeight) -> bool {
-    ring_supports(w.format)
-        && w.layout.k.is_multiple_of(1024)
-        && w.layout.k.is_multiple_of(GATED_NORM_GROUP)
-        && w.layout.q_row_bytes.is_multiple_of(16)
-        && w.layout.s_row_bytes.is_multiple_of(16)
-        && w.layout.q_offset.is_multiple_of(16)
+    ring_takes(w) && w.layout.k.is_multiple_of(GATED_NORM_GROUP)
 }
 
 /// The ring kernel's routes: every format it takes, every column tile and split, both
