@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # v90: the ring GEMV as a chain of same-shape GEMVs in one launch, a grid barrier between
-# them and the weight stream running on through it, against separate launches (PDL).
+# them and the weight stream running on through it, and as separate launches handing off
+# through a counter instead of the grid's completion, against separate launches (PDL).
 # carry [".gpu/v90"] (bench/kernels/v90/stage.sh); ~2-4 min on a warm machine:
 #   qualify the T = 1 plain ring splits of the patched template (the chain's check is
-#   bit-identity with them); then `bench kernels --filter "ring chain"` twice (each chain
+#   bit-identity with them); then `bench kernels --filter "ring chain"` twice (each form
 #   checked bit for bit against one launch on its geometry before it is timed).
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # v90 staging (here, repository root): main with `chain.patch` applied (the ring GEMV's
-# `chain` form and its bench, `src/ops/linear_ring_chain.rs`; an experiment, so not on
+# `chain` and `handoff` forms and their bench, `src/ops/linear_ring_chain.rs`; an experiment, so not on
 # main: a template change voids the installed tuning profile), built in a scratch worktree,
 # with every kernel of that template set for sm_90, into .gpu/v90. On the device:
 # carry [".gpu/v90"], `bash bench/kernels/v90/job.sh`.
