@@ -2,6 +2,13 @@
 //! cuBLAS bf16, and the one-column decode launches with their prologues and epilogues.
 
 use super::*;
+use rand::{Rng, SeedableRng};
+use rand_distr::StandardNormal;
+
+use super::super::weight::{random_bf16, random_payload};
+use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
+use crate::formats::Layout;
+use crate::gpu::{dptr, CudaSlice};
 
 /// Launches queued back to back per timed sample by [`median_batched_us`].
 pub(in crate::ops) const BATCH: usize = 20;

@@ -36,20 +36,15 @@
 //! read of the activations or residual and any store, so that a launch's start and its
 //! first weights overlap the previous kernel's end. `gemv` does not.
 
-use rand::{Rng, SeedableRng};
-use rand_distr::StandardNormal;
-
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::linear::Epilogue;
 pub use super::rmsnorm::NormWeight;
-use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
-use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
-use crate::formats::{Format, FormatKind, Layout};
-use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
+use super::weight::DeviceWeight;
+use crate::formats::{Format, FormatKind};
+use crate::gpu::{CudaFunction, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
-use crate::qualify::{Outcome, ALLOW_BF16, ALLOW_F32};
 
 mod bench;
 mod qualify;

@@ -1,6 +1,12 @@
 //! Qualification of the exact linear routes against the f64 oracle (`ninfer qualify`).
 
 use super::*;
+use rand::Rng;
+use rand_distr::StandardNormal;
+
+use super::super::weight::random_weight;
+use crate::gpu::dptr;
+use crate::qualify::{Outcome, ALLOW_BF16, ALLOW_F32};
 
 /// Shapes `(T, N, K)` of the generic kernel: the tiny fixtures' odd widths (48, 144),
 /// SmolLM2's and a 27B one, with T past one tile so the host tiling is covered.
