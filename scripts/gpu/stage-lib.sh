@@ -12,6 +12,11 @@
 #                           its kernels in $G/kc-SET.txz; the job runs it with
 #                           NINFER_TEMPLATES=$PWD/$G/SET/templates
 #   stage_done              removes the scratch and prints the staged size
+#   stage_patched_build NAME PATCH...  on its own (no stage_init): HEAD with the patches
+#                           applied (paths relative to the repository root) in a scratch
+#                           worktree, its binary and every kernel of its templates staged
+#                           there as above, copied into .gpu/NAME (for experiments kept off
+#                           main, e.g. a template change that would void the tuning profile)
 #   stage_perplexity NAME   on its own (no stage_init): ninfer-perplexity of the working tree,
 #                           the wikitext-2 test file and the default model's GGUF (its SHA-256
 #                           in model.sha) in parts sized to the carry limit beside the tracked
@@ -69,4 +74,20 @@ stage_perplexity() {
     tree=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
     split -b $((64000000 - tree - 1000000)) -d "$m" "$g/p/part"
     ls -l "$g" "$g/p"
+}
+stage_patched_build() {
+    local name=$1 root wt p
+    shift
+    root=$(git rev-parse --show-toplevel)
+    wt=$(mktemp -d)/ninfer-$name
+    git -C "$root" worktree add --detach "$wt" HEAD
+    # Removed on every exit, also a failed build's.
+    trap "git -C '$root' worktree remove --force '$wt'" EXIT
+    for p in "$@"; do git -C "$wt" apply "$root/$p"; done
+    # The worktree builds into the checkout's target/ (incremental) and finds its NVRTC.
+    ln -s "$root/target" "$wt/target"
+    [ -d "$root/.nvrtc" ] && ln -s "$root/.nvrtc" "$wt/.nvrtc"
+    (cd "$wt" && bash -c "source scripts/gpu/stage-lib.sh && stage_init $name && stage_kernels kc && stage_done")
+    rm -rf "$root/.gpu/$name" && mkdir -p "$root/.gpu" && cp -r "$wt/.gpu/$name" "$root/.gpu/$name"
+    du -sh "$root/.gpu/$name"
 }

@@ -18,7 +18,7 @@ for i in 1 2; do
   echo "rc=$?" >> $O/chain_$i.txt
   t "chain pass $i: $(tail -1 $O/chain_$i.txt)"
 done
-python3 bench/kernels/v90/table.py $O/chain_1.jsonl $O/chain_2.jsonl > $O/table.txt 2>&1
+python3 bench/kernels/v90/table.py "ring chain" $O/chain_1.jsonl $O/chain_2.jsonl > $O/table.txt 2>&1
 tar czf $OUT/v90.tgz -C /tmp v90-out
 echo "===== summary"
 cat $O/context.txt

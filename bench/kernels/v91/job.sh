@@ -35,9 +35,9 @@ if [ "$PART" = 1 ]; then
     t "before/after pass $i"
   done
   {
-    python3 bench/kernels/v91/table.py "ring mlp chain" $O/mlp_1.jsonl $O/mlp_2.jsonl
+    python3 bench/kernels/v90/table.py "ring mlp chain" $O/mlp_1.jsonl $O/mlp_2.jsonl
     echo
-    python3 bench/kernels/v91/table.py "ring mlp q4_g64 x20" $O/before_1.jsonl $O/after_1.jsonl $O/before_2.jsonl $O/after_2.jsonl
+    python3 bench/kernels/v90/table.py "ring mlp q4_g64 x20" $O/before_1.jsonl $O/after_1.jsonl $O/before_2.jsonl $O/after_2.jsonl
   } > $O/table.txt 2>&1
 else
   job_init v91 "(mlp.patch: the ring GEMV as phases, an MLP in one launch)"
