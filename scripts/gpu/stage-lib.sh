@@ -11,12 +11,15 @@
 #                           applied (paths as `git diff` writes them: a/templates/...), and
 #                           its kernels in $G/kc-SET.txz; the job runs it with
 #                           NINFER_TEMPLATES=$PWD/$G/SET/templates
+#   stage_examples EX...    builds the named cargo examples (e.g. gdn_gpu) and writes each
+#                           as $G/EX.xz
 #   stage_done              removes the scratch and prints the staged size
 #   stage_patched_build NAME PATCH...  on its own (no stage_init): HEAD with the patches
 #                           applied (paths relative to the repository root) in a scratch
 #                           worktree, its binary and every kernel of its templates staged
 #                           there as above, copied into .gpu/NAME (for experiments kept off
-#                           main, e.g. a template change that would void the tuning profile)
+#                           main, e.g. a template change that would void the tuning profile);
+#                           with STAGE_EXAMPLES="EX..." also those examples (stage_examples)
 #   stage_perplexity NAME   on its own (no stage_init): ninfer-perplexity of the working tree,
 #                           the wikitext-2 test file and the default model's GGUF (its SHA-256
 #                           in model.sha) in parts sized to the carry limit beside the tracked
@@ -55,6 +58,13 @@ stage_patched() {
     done
     stage_kernels "kc-$set" "$G/$set/templates"
 }
+stage_examples() {
+    local ex
+    for ex in "$@"; do
+        cargo build --release --example "$ex"
+        xz -T2 -c "target/release/examples/$ex" > "$G/$ex.xz"
+    done
+}
 stage_done() {
     rm -rf "$STAGE_TMP"
     du -sh "$G"
@@ -87,7 +97,7 @@ stage_patched_build() {
     # The worktree builds into the checkout's target/ (incremental) and finds its NVRTC.
     ln -s "$root/target" "$wt/target"
     [ -d "$root/.nvrtc" ] && ln -s "$root/.nvrtc" "$wt/.nvrtc"
-    (cd "$wt" && bash -c "source scripts/gpu/stage-lib.sh && stage_init $name && stage_kernels kc && stage_done")
+    (cd "$wt" && bash -c "source scripts/gpu/stage-lib.sh && stage_init $name && stage_examples ${STAGE_EXAMPLES:-} && stage_kernels kc && stage_done")
     rm -rf "$root/.gpu/$name" && mkdir -p "$root/.gpu" && cp -r "$wt/.gpu/$name" "$root/.gpu/$name"
     du -sh "$root/.gpu/$name"
 }
