@@ -9,9 +9,10 @@
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}
 source scripts/gpu/job-lib.sh
-job_init r16 "(f16-scan.patch: the chunked prefill's scan on f16 tensor cores)"
-G=/tmp/r16-gdn_gpu
-xz -dc .gpu/r16/gdn_gpu.xz > $G && chmod +x $G
+N=${N:-r16}
+job_init $N "($N: the chunked prefill's scan on f16 tensor cores)"
+G=/tmp/$N-gdn_gpu
+xz -dc .gpu/$N/gdn_gpu.xz > $G && chmod +x $G
 P=bench/gdn/run3
 timeout $(left 150) $G --prefill-only --skip-bench --qualify-json $O/qualify.jsonl > $O/qualify.txt 2>&1
 echo "qualify rc=$?" >> $O/qualify.txt
@@ -27,7 +28,7 @@ for fx in qwen35_r2 qwen3_next qwen35_moe; do
   timeout $(left 60) $B compare --model tests/fixtures/tiny/$fx --prompt "$long" --tokens 16 >> $O/compare.txt 2>&1 || echo "FAILED $fx" >> $O/compare.txt
 done
 t "compare"
-tar czf $OUT/r16.tgz -C /tmp r16-out
+tar czf $OUT/$N.tgz -C /tmp $N-out
 echo "===== summary"
 cat $O/context.txt
 sed -n '/^qualify (seed/,$p' $O/qualify.txt | tail -6
