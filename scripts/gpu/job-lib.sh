@@ -6,6 +6,8 @@
 #                         writes $O/context.txt: revision (and WHAT), date, GPU.
 #   job_use NAME          after job_init NAME (an A/B job inits each build in turn): B,
 #                         NINFER_CACHE_DIR and NINFER_REV back to NAME's build; O unchanged.
+#   job_example NAME EX   unpacks the example .gpu/NAME/EX.xz (stage_examples) to
+#                         /tmp/NAME-EX and prints that path
 #   left S                seconds left of LIMIT since T0, at most S (at least 1): a timeout.
 #   t MSG                 prints the seconds since T0 and MSG.
 # The earlier jobs (v25-v31) inline the same steps; they stay as they ran.
@@ -24,6 +26,10 @@ job_init() {
     rm -rf $O && mkdir -p $O
     { echo "revision: $NINFER_REV${2:+ $2}"; date -u +%FT%TZ;
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; } > $O/context.txt
+}
+job_example() {
+    local b=/tmp/$1-$2
+    xz -dc .gpu/$1/$2.xz > $b && chmod +x $b && echo $b
 }
 job_use() {
     B=/tmp/$1-ninfer

@@ -14,8 +14,9 @@
 # `git commit -a`, which would record the removals.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
+DIRS=(bench/kernels bench/engine bench/tune)
 list() {
-    git ls-files -z bench/kernels bench/engine bench/tune \
+    git ls-files -z "${DIRS[@]}" \
         | tr '\0' '\n' | grep -vE '\.(sh|py|patch|md|toml)$'
 }
 size() { git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1; }
@@ -25,7 +26,7 @@ case "${1:-}" in
         echo "slim: $(git status --porcelain | grep -c '^ D') tracked files removed; tree $(size) bytes"
         ;;
     off)
-        git ls-files -z --deleted bench/kernels bench/engine bench/tune | xargs -0 -r git checkout --
+        git ls-files -z --deleted "${DIRS[@]}" | xargs -0 -r git checkout --
         echo "restored; tree $(size) bytes, $(git status --porcelain | grep -c '^ D') files still removed"
         ;;
     *)

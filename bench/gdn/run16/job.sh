@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gdn run 16 (device job, carry [".gpu/r16"], staged by run16/stage.sh; ~1-2 min):
+# bench/gdn run 16 (device job, carry [".gpu/$N"], staged by run16/stage.sh; ~1-2 min):
 # the chunked prefill's scan on f16 tensor cores. The prefill qualify of the patched tree
 # (every route of PrefillStages::ROUTES, the two f16-scan routes among them, every shape,
 # T = 1 to 4096, both state types); the prefill bench twice (each route whole, then each
@@ -11,8 +11,7 @@ T0=$(date +%s); LIMIT=${LIMIT:-570}
 source scripts/gpu/job-lib.sh
 N=${N:-r16}
 job_init $N "($N: the chunked prefill's scan on f16 tensor cores)"
-G=/tmp/$N-gdn_gpu
-xz -dc .gpu/$N/gdn_gpu.xz > $G && chmod +x $G
+G=$(job_example $N gdn_gpu)
 P=bench/gdn/run3
 timeout $(left 150) $G --prefill-only --skip-bench --qualify-json $O/qualify.jsonl > $O/qualify.txt 2>&1
 echo "qualify rc=$?" >> $O/qualify.txt

@@ -8,16 +8,16 @@ T0=$(date +%s); LIMIT=${LIMIT:-570}
 source scripts/gpu/job-lib.sh
 N=${N:-r16}
 job_init $N "($N, ncu)"
-G=/tmp/$N-gdn_gpu
-xz -dc .gpu/$N/gdn_gpu.xz > $G && chmod +x $G
+G=$(job_example $N gdn_gpu)
+K="${F16:-gdn_chunk_scan_f16_d128_v64} gdn_chunk_scan_tf32_d128_v64 gdn_chunk_wu_tf32_d128 gdn_chunk_wu_3xtf32_d128"
 S="--section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section InstructionStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
-for k in ${F16:-gdn_chunk_scan_f16_d128_v64} gdn_chunk_scan_tf32_d128_v64 gdn_chunk_wu_tf32_d128 gdn_chunk_wu_3xtf32_d128; do
+for k in $K; do
   timeout $(left 100) ncu --clock-control none -k regex:$k -c 1 $S $G --prefill-only --skip-qualify > $O/ncu_$k.txt 2>&1
   echo "exit $?" >> $O/ncu_$k.txt
   t "ncu $k"
 done
 tar czf $OUT/$N-ncu.tgz -C /tmp $N-out
-for k in ${F16:-gdn_chunk_scan_f16_d128_v64} gdn_chunk_scan_tf32_d128_v64 gdn_chunk_wu_tf32_d128 gdn_chunk_wu_3xtf32_d128; do
+for k in $K; do
   echo "== $k"
   grep -E "Duration|DRAM Throughput|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|Executed Instructions  |Stall|L2 Hit|exit" $O/ncu_$k.txt | sed 's/  */ /g' | head -16
 done
