@@ -9,8 +9,10 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     name = r["route"].split(" (")[0]
     key = " ".join(w for w in name.split() if w not in ("o", "y", "state", "conv"))
+    # The worst check and its own allowance (an f16 state's outputs allow more than o).
     w = worst.setdefault(key, [0.0, 0, 0, r["allowance"]])
-    w[0] = max(w[0], r["rel_l2"] or 0.0)
+    if (r["rel_l2"] or 0.0) >= w[0]:
+        w[0], w[3] = r["rel_l2"] or 0.0, r["allowance"]
     w[1] += 1
     w[2] += 0 if r["pass"] else 1
 print(f"{'qualify route':40} {'checks':>6} {'fail':>4} {'worst':>9} {'allow':>7}")
