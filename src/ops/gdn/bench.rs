@@ -344,6 +344,14 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
                 stages.push((format!("chunk_scan_{}_v{dvt}", math.short()), s));
             }
         }
+        stages.push((
+            "chunk_wu_f16".to_string(),
+            one(false, true, false, 0, ChunkMath::F16),
+        ));
+        for dvt in CHUNK_F16_DVTS {
+            let s = one(false, false, true, dvt, ChunkMath::F16);
+            stages.push((format!("chunk_scan_f16_v{dvt}"), s));
+        }
         for (name, stages) in stages {
             let us = time_prefill_stages(gpu, w, StateType::F32, t, stages)?;
             out.push(ctx.record(

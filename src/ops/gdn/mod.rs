@@ -467,6 +467,11 @@ pub const CHUNK_DVTS: [usize; 3] = [16, 32, 64];
 pub const CHUNK_TC_DVTS: [usize; 1] = [64];
 /// Columns of S per tensor-core scan block.
 const CHUNK_TC_DVT: usize = 64;
+/// Column widths of the f16 scan that are compiled; the route takes [`CHUNK_TC_DVT`].
+pub const CHUNK_F16_DVTS: [usize; 2] = [64, 32];
+/// Warps of an f16 scan block: 16 (bench/gdn run 16: 8 warps, one block an SM, issued
+/// an instruction every 7.1 cycles a warp; the scan is latency bound).
+const CHUNK_F16_WARPS: usize = 16;
 
 /// How a chunk stage of the prefill does its products (`wu`: the Gram matrices and, on
 /// tensor cores, T = (I + A)^-1 times the right-hand sides; scan: W S, Q S, P V', K^T V').
@@ -479,16 +484,26 @@ pub enum ChunkMath {
     /// Tensor cores, 3xTF32: each input split into hi + lo TF32 parts, three products
     /// (about f32 accuracy at three times the tensor-core work).
     Tf32x3,
+    /// Tensor cores, f16 operands (10 mantissa bits, as TF32; f32 accumulation) fed by
+    /// ldmatrix (`wu`: `gdn/chunk_wu_f16.cu`; the scan: `gdn/chunk_f16.cu`, the state in
+    /// registers).
+    F16,
 }
 
 impl ChunkMath {
-    pub const ALL: [ChunkMath; 3] = [ChunkMath::F32, ChunkMath::Tf32, ChunkMath::Tf32x3];
+    pub const ALL: [ChunkMath; 4] = [
+        ChunkMath::F32,
+        ChunkMath::Tf32,
+        ChunkMath::Tf32x3,
+        ChunkMath::F16,
+    ];
 
     pub fn short(self) -> &'static str {
         match self {
             ChunkMath::F32 => "f32",
             ChunkMath::Tf32 => "tf32",
             ChunkMath::Tf32x3 => "3xtf32",
+            ChunkMath::F16 => "f16",
         }
     }
 
@@ -497,6 +512,7 @@ impl ChunkMath {
             ChunkMath::Tf32 => 1,
             ChunkMath::Tf32x3 => 3,
             ChunkMath::F32 => panic!("the f32 chunk stages are gdn/chunk.cu"),
+            ChunkMath::F16 => panic!("the f16 stages are gdn/chunk_wu_f16.cu and chunk_f16.cu"),
         }
     }
 }
@@ -504,8 +520,9 @@ impl ChunkMath {
 /// The route the engine's prefill takes: (`wu`, scan). Both chunk stages on tensor cores in
 /// 3xTF32, which keeps the f32 route's accuracy (bench/gdn run 8: worst relative L2 1.4e-6
 /// against 1.2e-6, allowance 1e-4), so the engine's exact mode (GPU = CPU to ~1e-6) holds,
-/// in 0.57x the f32 route's time at 4096 tokens. Plain TF32 ([`PrefillStages::FAST`]) is
-/// 25% faster again with an error of one TF32 rounding (5.5e-4): for inexact modes.
+/// in 0.57x the f32 route's time at 4096 tokens. [`PrefillStages::FAST`] (both stages on
+/// f16 operands) takes 0.41x this route's time with an error of one 10-bit rounding
+/// (~6e-4): for inexact modes.
 pub const PREFILL_DEFAULT: (ChunkMath, ChunkMath) = (ChunkMath::Tf32x3, ChunkMath::Tf32x3);
 const NORM_BLOCK: u32 = 128;
 
@@ -567,6 +584,35 @@ fn chunk_tc_spec(dvt: usize, math: ChunkMath) -> KernelSpec {
     .param("split", math.split())
 }
 
+/// Warps of an f16 scan block of `dvt` columns: 16 need dvt / 4 columns a warp in pairs
+/// of n-tiles, so dvt 32 keeps 8.
+fn f16_scan_warps(dvt: usize) -> usize {
+    if dvt >= 64 {
+        CHUNK_F16_WARPS
+    } else {
+        8
+    }
+}
+
+fn chunk_f16_spec(dvt: usize) -> KernelSpec {
+    let warps = f16_scan_warps(dvt);
+    KernelSpec::new(
+        "gdn_chunk_f16",
+        "gdn/chunk_f16.cu",
+        format!("gdn_chunk_scan_f16_d{CHUNK_DKMAX}_v{dvt}_w{warps}"),
+    )
+    .param("dvt", dvt)
+    .param("warps", warps)
+}
+
+/// Threads of a scan block.
+fn scan_threads(math: ChunkMath, dvt: usize) -> u32 {
+    match math {
+        ChunkMath::F16 => 32 * f16_scan_warps(dvt) as u32,
+        _ => 256,
+    }
+}
+
 fn chunk_wu_tc_spec(math: ChunkMath) -> KernelSpec {
     KernelSpec::new(
         "gdn_chunk_tc",
@@ -576,6 +622,23 @@ fn chunk_wu_tc_spec(math: ChunkMath) -> KernelSpec {
     .param("stage", "wu")
     .param("dkmax", CHUNK_DKMAX)
     .param("split", math.split())
+}
+
+fn chunk_wu_f16_spec() -> KernelSpec {
+    KernelSpec::new(
+        "gdn_chunk_f16",
+        "gdn/chunk_wu_f16.cu",
+        format!("gdn_chunk_wu_f16_d{CHUNK_DKMAX}"),
+    )
+}
+
+/// Dynamic shared memory of the f16 `wu` stage: A and T's two scalings as f16 (V's f32
+/// staging over them until they are written), G, beta, and K and Q as f16 (V over Q
+/// later; padded rows; see `gdn/chunk_wu_f16.cu`). Three blocks fit an SM.
+fn chunk_wu_f16_smem() -> usize {
+    let (d, c) = (CHUNK_DKMAX, 64);
+    let a_t = 4 * c * (c + 4) + 2 * 2 * c * (c + 8);
+    a_t.max(4 * c * d) + 4 * 2 * c + 2 * 2 * c * (d + 8)
 }
 
 /// Dynamic shared memory of the tensor-core `wu` stage: K and Q (the right-hand sides
@@ -590,6 +653,13 @@ fn chunk_wu_tc_smem() -> usize {
 fn chunk_tc_smem(dvt: usize) -> usize {
     let (d, c, ls) = (CHUNK_DKMAX, 64, dvt + 8);
     4 * (2 * c * (d + 4) + c * (d + 8) + c * (c + 4) + d * ls + c * ls + 2 * c)
+}
+
+/// Dynamic shared memory of the f16 scan: W, Q, K and P f32 staging; W, Q, K, P, S, V' and
+/// diag(dec) V' as f16 (padded rows); G and the decays (see `gdn/chunk_f16.cu`).
+fn chunk_f16_smem(dvt: usize) -> usize {
+    let (d, c, lv) = (CHUNK_DKMAX, 64, dvt + 8);
+    4 * (3 * c * d + c * c + 2 * c) + 2 * (3 * c * (d + 8) + c * (c + 8) + d * lv + 2 * c * lv)
 }
 
 /// Dynamic shared memory of the `wu` stage: q and k slices, A, the solve's columns, G and
@@ -650,6 +720,10 @@ pub fn instantiations() -> Vec<KernelSpec> {
         for dvt in CHUNK_TC_DVTS {
             specs.push(chunk_tc_spec(dvt, math));
         }
+    }
+    specs.push(chunk_wu_f16_spec());
+    for dvt in CHUNK_F16_DVTS {
+        specs.push(chunk_f16_spec(dvt));
     }
     for out in crate::ops::DType::ALL {
         specs.push(norm_spec(out));
@@ -1295,9 +1369,11 @@ impl PrefillStages {
     /// The whole prefill, as the engine runs it.
     pub const ALL: PrefillStages = PrefillStages::route(PREFILL_DEFAULT.0, PREFILL_DEFAULT.1);
 
-    /// Both chunk stages on plain TF32 tensor cores: the fastest route, within
-    /// `qualify::ALLOW_CHUNK_TF32` of the oracle instead of the f32 allowance.
-    pub const FAST: PrefillStages = PrefillStages::route(ChunkMath::Tf32, ChunkMath::Tf32);
+    /// Both chunk stages on f16 tensor cores: the fastest route, within
+    /// `qualify::ALLOW_CHUNK_TF32` of the oracle instead of the f32 allowance (bench/gdn
+    /// run 16e, H200: 608 us at 4096 tokens on the 27B layer, against 1,493 for
+    /// [`PrefillStages::ALL`] and 788 with a TF32 `wu`).
+    pub const FAST: PrefillStages = PrefillStages::route(ChunkMath::F16, ChunkMath::F16);
 
     /// The whole prefill with each chunk stage's products done as `wu` and `scan` say.
     pub const fn route(wu: ChunkMath, scan: ChunkMath) -> PrefillStages {
@@ -1316,12 +1392,15 @@ impl PrefillStages {
 
     /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
     /// tensor cores, both chunk stages on tensor cores.
-    pub const ROUTES: [PrefillStages; 5] = [
+    pub const ROUTES: [PrefillStages; 8] = [
         PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32x3),
         PrefillStages::route(ChunkMath::Tf32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::Tf32x3, ChunkMath::Tf32x3),
+        PrefillStages::route(ChunkMath::Tf32, ChunkMath::F16),
+        PrefillStages::route(ChunkMath::Tf32x3, ChunkMath::F16),
+        PrefillStages::route(ChunkMath::F16, ChunkMath::F16),
     ];
 
     /// A short name: `f32`, `wu f32 + scan tf32`, ...
@@ -1340,6 +1419,7 @@ impl PrefillStages {
     fn wu_spec(&self) -> KernelSpec {
         match self.wu_math {
             ChunkMath::F32 => chunk_wu_spec(),
+            ChunkMath::F16 => chunk_wu_f16_spec(),
             m => chunk_wu_tc_spec(m),
         }
     }
@@ -1347,6 +1427,7 @@ impl PrefillStages {
     fn scan_spec(&self) -> KernelSpec {
         match self.scan_math {
             ChunkMath::F32 => chunk_scan_spec(self.scan_dvt),
+            ChunkMath::F16 => chunk_f16_spec(self.scan_dvt),
             m => chunk_tc_spec(self.scan_dvt, m),
         }
     }
@@ -1403,6 +1484,7 @@ pub fn launch_prefill_stages(
         let f = gpu.function(&spec)?;
         let smem = match stages.wu_math {
             ChunkMath::F32 => chunk_wu_smem(),
+            ChunkMath::F16 => chunk_wu_f16_smem(),
             _ => chunk_wu_tc_smem(),
         };
         gpu.grant_shared_memory(&f, smem, &spec.entry)?;
@@ -1447,12 +1529,13 @@ pub fn launch_prefill_stages(
         let f = gpu.function(&spec)?;
         let smem = match stages.scan_math {
             ChunkMath::F32 => chunk_scan_smem(dvt),
+            ChunkMath::F16 => chunk_f16_smem(dvt),
             _ => chunk_tc_smem(dvt),
         };
         gpu.grant_shared_memory(&f, smem, &spec.entry)?;
         let cfg = LaunchConfig {
             grid_dim: (d.dv.div_ceil(dvt) as u32, d.hv as u32, seqs as u32),
-            block_dim: (256, 1, 1),
+            block_dim: (scan_threads(stages.scan_math, dvt), 1, 1),
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
@@ -1510,10 +1593,15 @@ mod tests {
     #[test]
     fn the_tensor_core_chunk_stages_fit_their_shared_memory() {
         // One scan block per SM, two wu blocks per SM (sm_90: 227 KB per block, 228 KB per SM).
+        for dvt in CHUNK_F16_DVTS {
+            assert!(chunk_f16_smem(dvt) <= 227 * 1024, "f16 dvt {dvt}");
+        }
+        assert_eq!(chunk_f16_smem(64), 213_504);
         for dvt in CHUNK_TC_DVTS {
             assert!(chunk_tc_smem(dvt) <= 227 * 1024, "dvt {dvt}");
         }
         assert!(2 * (chunk_wu_tc_smem() + 1024) <= 228 * 1024);
+        assert!(3 * (chunk_wu_f16_smem() + 1024) <= 228 * 1024);
         assert!(CHUNK_TC_DVTS.contains(&CHUNK_TC_DVT));
         assert!(PrefillStages::ROUTES.contains(&PrefillStages::ALL));
         assert!(PrefillStages::ROUTES.contains(&PrefillStages::FAST));

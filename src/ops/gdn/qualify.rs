@@ -638,7 +638,7 @@ fn check_record_replay(
 pub fn allow_chunk(route: &PrefillStages) -> f64 {
     let one = |m: ChunkMath| match m {
         ChunkMath::F32 | ChunkMath::Tf32x3 => ALLOW_CHUNK_F32,
-        ChunkMath::Tf32 => ALLOW_CHUNK_TF32,
+        ChunkMath::Tf32 | ChunkMath::F16 => ALLOW_CHUNK_TF32,
     };
     one(route.wu_math).max(one(route.scan_math))
 }

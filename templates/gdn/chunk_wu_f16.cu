@@ -1,0 +1,293 @@
+{#
+  GDN chunked prefill's `wu` stage with f16 tensor-core operands (mma.sync m16n8k16 fed by
+  ldmatrix, f32 accumulation). Same inputs, outputs (f32) and layouts as the `wu` stage of
+  gdn/chunk_tc.cu (gdn/chunk.cu documents the algebra). f16 keeps 10 mantissa bits, as
+  TF32 does, so the error is of the plain TF32 route's order. No params.
+
+  Per block (chunk of 64 tokens, head h), 8 warps:
+  1. K and Q rows to shared memory as f16; V by cp.async into f32 staging (over where A
+     and T go later).
+  2. K K^T (warps 0-3) and Q K^T (warps 4-7), causal n-tiles only; V to f16 over Q; A
+     (f32, shared) and P (straight to global) scaled as in chunk.cu.
+  3. T = (I + A)^-1 in f32 by right-looking substitution (as chunk_wu_tc.cuh). The right-hand
+     sides' row scalings move onto T's columns: T1 = T diag(beta e^G), T2 = T diag(beta),
+     both stored as f16. So W = T1 K reads K's f16 copy from step 1, and V needs no scaling.
+  4. W = T1 K (warps 0-3) and U = T2 V (warps 4-7): rows r0..r0+15, 128 columns in two
+     passes of 64, causal k-steps (T is lower triangular).
+  What differs from chunk_wu_tc.cuh, and why: every product's fragment is one ldmatrix
+  (the TF32 stage issues a scalar shared load and a conversion per element), K is read
+  from global memory once (the TF32 stage reloads it as a right-hand side), and the
+  exponentials are ex2.approx (__expf) rather than the accurate expf.
+  grid (ceil(T/64), HV, seqs), 256 threads, three blocks per SM (<= 80 registers; dynamic
+  shared memory 71 KB: chunk_wu_f16_smem in src/ops/gdn/mod.rs). Needs dk, dv <= 128.
+#}
+{% include "gdn/f16_mma.cuh" %}
+#define CH 64
+#define NT 256
+#define DMAX 128
+#define LDH (DMAX + 8)   // K, Q, V f16 rows: 272 bytes (17 16-byte units: ldmatrix conflict free)
+#define LDT (CH + 4)     // A f32 rows
+#define LDTH (CH + 8)    // T1, T2 f16 rows: 144 bytes (9 units)
+
+extern "C" __global__ void __launch_bounds__(NT, 3)
+{{ kernel_name }}(const float* __restrict__ q_in,
+                  const float* __restrict__ k_in,
+                  const float* __restrict__ v_in,
+                  const float* __restrict__ g_in,
+                  const float* __restrict__ beta_in,
+                  float* __restrict__ w_out,
+                  float* __restrict__ u_out,
+                  float* __restrict__ p_out,
+                  float* __restrict__ gc_out,
+                  int T, int hk, int hv, int dk, int dv)
+{
+    extern __shared__ float4 smem4[];
+    // V's f32 staging lies over A, T1 and T2, which are written only after V is converted.
+    float* As = reinterpret_cast<float*>(smem4);            // [CH][LDT]
+    f16_t* T1h = reinterpret_cast<f16_t*>(As + CH * LDT);   // [CH][LDTH]
+    f16_t* T2h = T1h + CH * LDTH;                           // [CH][LDTH]
+    float* Vf = As;                                         // [CH][DMAX] f32 staging
+    float* gcs = reinterpret_cast<float*>(T2h + CH * LDTH); // [CH]: G
+    float* bts = gcs + CH;                                  // [CH]: beta
+    f16_t* Kh = reinterpret_cast<f16_t*>(bts + CH);         // [CH][LDH]
+    f16_t* Qh = Kh + CH * LDH;                              // [CH][LDH]
+    f16_t* Vh = Qh;                                         // [CH][LDH], over Q after step 2
+    const int seq = blockIdx.z, h = blockIdx.y;
+    const int kh = h / (hv / hk);
+    const int t0 = blockIdx.x * CH;
+    const int tc = min(CH, T - t0);
+    const int tid = threadIdx.x;
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const long long tok0 = (long long)seq * T + t0;
+    // ldmatrix row addresses (lane l names one row of one of the four 8x8 matrices).
+    // A stored [m][k]: row l % 16, column 8 (l / 16).
+    const int am = lane & 15, ak = (lane >> 4) * 8;
+    // B stored [n][k] (two n-tiles): n row (l % 8) + 8 (l / 16), k column 8 ((l / 8) % 2).
+    const int nn = (lane & 7) + (lane >> 4) * 8, nk = ((lane >> 3) & 1) * 8;
+    // B stored [k][n] (.trans, two n-tiles): k row (l % 8) + 8 ((l / 8) % 2), column 8 (l / 16).
+    const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = (lane >> 4) * 8;
+
+    // 1. V's copies go out first (16 bytes each, zero-filled past tc and dv); K and Q pass
+    // through registers to f16.
+    const bool vec_k = (dk & 3) == 0, vec_v = (dv & 3) == 0;
+    constexpr int PER = (CH * DMAX / 4) / NT;
+    if (vec_v) {
+#pragma unroll
+        for (int it = 0; it < PER; ++it) {
+            const int e = tid + it * NT;
+            const int t = e / (DMAX / 4), c = (e % (DMAX / 4)) * 4;
+            const bool in = t < tc && c < dv;
+            cp16(Vf + t * DMAX + c, in ? v_in + ((tok0 + t) * hv + h) * dv + c : v_in, in);
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    }
+    if (tid < CH) {
+        gcs[tid] = tid < tc ? g_in[(tok0 + tid) * hv + h] : 0.0f;
+        bts[tid] = tid < tc ? beta_in[(tok0 + tid) * hv + h] : 0.0f;
+    }
+    if (vec_k) {
+      // Two rounds of half the rows each (the registers of a third block an SM).
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float4 rk[PER / 2], rq[PER / 2];
+        float4 z4;
+        z4.x = z4.y = z4.z = z4.w = 0.0f;
+#pragma unroll
+        for (int it = 0; it < PER / 2; ++it) {
+            const int e = tid + (it + r * (PER / 2)) * NT;
+            const int t = e / (DMAX / 4), i = (e % (DMAX / 4)) * 4;
+            const bool in = t < tc && i < dk;
+            rk[it] = in ? *reinterpret_cast<const float4*>(k_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
+            rq[it] = in ? *reinterpret_cast<const float4*>(q_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
+        }
+#pragma unroll
+        for (int it = 0; it < PER / 2; ++it) {
+            const int e = tid + (it + r * (PER / 2)) * NT;
+            const int t = e / (DMAX / 4), i = (e % (DMAX / 4)) * 4;
+            uint2 k2, q2;
+            k2.x = f16x2(rk[it].x, rk[it].y);
+            k2.y = f16x2(rk[it].z, rk[it].w);
+            q2.x = f16x2(rq[it].x, rq[it].y);
+            q2.y = f16x2(rq[it].z, rq[it].w);
+            *reinterpret_cast<uint2*>(Kh + t * LDH + i) = k2;
+            *reinterpret_cast<uint2*>(Qh + t * LDH + i) = q2;
+        }
+      }
+    } else {
+        for (int e = tid; e < CH * DMAX; e += NT) {
+            const int t = e / DMAX, i = e % DMAX;
+            const bool in = t < tc && i < dk;
+            Kh[t * LDH + i] = f32_to_f16(in ? k_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f);
+            Qh[t * LDH + i] = f32_to_f16(in ? q_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f);
+        }
+    }
+    __syncthreads();
+    // G = the gates' inclusive prefix sum (zero past tc: G stays at its last value), by
+    // warp 0 with shuffles (two gates per lane); the other warps start the Gram products.
+    if (warp == 0) {
+        const float x0 = gcs[2 * lane], x1 = gcs[2 * lane + 1];
+        float incl = x0 + x1;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const float y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += y;
+        }
+        float excl = __shfl_up_sync(0xffffffffu, incl, 1);
+        if (lane == 0) excl = 0.0f;
+        gcs[2 * lane] = excl + x0;
+        gcs[2 * lane + 1] = (excl + x0) + x1;
+    }
+
+    // 2. K K^T (warps 0-3) and Q K^T (warps 4-7): warp -> token rows r0..r0+15, key
+    // columns up to the diagonal block (columns past dk are zero in K and Q).
+    const int r0 = (warp & 3) * 16;
+    const int ntc = 2 * ((warp & 3) + 1);   // n-tiles of 8 that reach the diagonal
+    {
+        const f16_t* Xh = warp < 4 ? Kh : Qh;
+        float acc[8][4];
+#pragma unroll
+        for (int x = 0; x < 8; ++x)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[x][e] = 0.0f;
+#pragma unroll
+        for (int k0 = 0; k0 < DMAX; k0 += 16) {
+            u32 a[4];
+            ldsm_x4(a, Xh + (r0 + am) * LDH + k0 + ak);
+#pragma unroll
+            for (int x = 0; x < 8; x += 2) {
+                if (x < ntc) {
+                    u32 b[4];
+                    ldsm_x4(b, Kh + (8 * x + nn) * LDH + k0 + nk);
+                    mma_f16(acc[x], a, b);
+                    mma_f16(acc[x + 1], a, b + 2);
+                }
+            }
+        }
+        __syncthreads();   // G is ready; Q is no longer read
+        // V to f16 over Q's copy; each thread converts the copies it issued (Q's readers
+        // are past the barrier above). A barrier then frees V's staging for A.
+        if (vec_v) {
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
+#pragma unroll
+            for (int it = 0; it < PER; ++it) {
+                const int e = tid + it * NT;
+                const int t = e / (DMAX / 4), c = (e % (DMAX / 4)) * 4;
+                f32x4_to_f16(Vh + t * LDH + c, Vf + t * DMAX + c);
+            }
+        } else {
+            for (int e = tid; e < CH * DMAX; e += NT) {
+                const int t = e / DMAX, c = e % DMAX;
+                const bool in = t < tc && c < dv;
+                Vh[t * LDH + c] = f32_to_f16(in ? v_in[((tok0 + t) * hv + h) * dv + c] : 0.0f);
+            }
+        }
+        __syncthreads();   // V is converted; its staging is free for A, T1, T2
+        if (tid < tc) gc_out[(tok0 + tid) * hv + h] = gcs[tid];
+        // A[t][s] = beta_t (k_t.k_s) e^(G_t - G_s) (s < t), P[t][s] = (q_t.k_s) e^(G_t - G_s)
+        // (s <= t), zero elsewhere and past tc; P goes out whole (the scan reads it all).
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                const int t = r0 + g + 8 * hh;
+                const int s = 8 * x + 2 * t4;
+                float v[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int ss = s + e;
+                    const bool lower = warp < 4 ? ss < t : ss <= t;
+                    const float decay = (lower && t < tc) ? __expf(gcs[t] - gcs[ss]) : 0.0f;
+                    v[e] = x < ntc ? acc[x][2 * hh + e] * decay : 0.0f;
+                }
+                if (warp < 4) {
+                    As[t * LDT + s] = bts[t] * v[0];
+                    As[t * LDT + s + 1] = bts[t] * v[1];
+                } else if (t < tc) {
+                    float2 p2;
+                    p2.x = v[0];
+                    p2.y = v[1];
+                    *reinterpret_cast<float2*>(p_out + ((tok0 + t) * hv + h) * CH + s) = p2;
+                }
+            }
+        }
+    }
+    __syncthreads();   // A is whole
+
+    // 3. T = (I + A)^-1 (unit lower triangular) by right-looking substitution: column j by
+    // the four threads 4j..4j+3, thread p holding rows p + 4m in registers; at step s the
+    // owner of row s broadcasts the finished T[s][j] and every thread updates its rows
+    // below s. Stored as T1 = T diag(beta e^G) and T2 = T diag(beta) (zero past tc).
+    {
+        const int j = tid >> 2, p = tid & 3;
+        float x[16];
+#pragma unroll
+        for (int m = 0; m < 16; ++m) x[m] = p + 4 * m == j ? 1.0f : 0.0f;
+#pragma unroll
+        for (int s = 0; s < CH - 1; ++s) {
+            const float xs = __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | (s & 3));
+#pragma unroll
+            for (int m = s >> 2; m < 16; ++m) {
+                const int t = p + 4 * m;
+                if (t > s) x[m] = fmaf(-As[t * LDT + s], xs, x[m]);
+            }
+        }
+        const float f2 = bts[j], f1 = f2 * __expf(gcs[j]);
+#pragma unroll
+        for (int m = 0; m < 16; ++m) {
+            T1h[(p + 4 * m) * LDTH + j] = f32_to_f16(x[m] * f1);
+            T2h[(p + 4 * m) * LDTH + j] = f32_to_f16(x[m] * f2);
+        }
+    }
+    __syncthreads();
+
+    // 4. W = T1 K (warps 0-3), U = T2 V (warps 4-7).
+    {
+        const f16_t* Th = warp < 4 ? T1h : T2h;
+        const f16_t* Bh = warp < 4 ? Kh : Vh;
+        const int ncol = warp < 4 ? dk : dv;
+        float* dst0 = (warp < 4 ? w_out : u_out) + ((tok0 + r0 + g) * hv + h) * ncol;
+        const long long row = (long long)hv * ncol;
+        const bool pair = (ncol & 1) == 0;
+        // Two passes of 64 columns (8 n-tiles): half the accumulators live at once.
+#pragma unroll 1
+        for (int n0 = 0; n0 < DMAX; n0 += 64) {
+            if (n0 >= ncol) break;
+            float cw[8][4];
+#pragma unroll
+            for (int x = 0; x < 8; ++x)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) cw[x][e] = 0.0f;
+            for (int k0 = 0; k0 < r0 + 16; k0 += 16) {
+                u32 a[4];
+                ldsm_x4(a, Th + (r0 + am) * LDTH + k0 + ak);
+#pragma unroll
+                for (int x = 0; x < 8; x += 2) {
+                    if (n0 + 8 * x < ncol) {
+                        u32 b[4];
+                        ldsm_x4_t(b, Bh + (k0 + bk) * LDH + n0 + 8 * x + bn);
+                        mma_f16(cw[x], a, b);
+                        mma_f16(cw[x + 1], a, b + 2);
+                    }
+                }
+            }
+#pragma unroll
+            for (int x = 0; x < 8; ++x) {
+                const int c = n0 + 8 * x + 2 * t4;
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    const int t = r0 + g + 8 * hf;
+                    float* dst = dst0 + 8 * hf * row + c;
+                    if (t < tc && pair && c < ncol) {
+                        float2 v;
+                        v.x = cw[x][2 * hf];
+                        v.y = cw[x][2 * hf + 1];
+                        *reinterpret_cast<float2*>(dst) = v;
+                    } else if (t < tc) {
+                        if (c < ncol) dst[0] = cw[x][2 * hf];
+                        if (c + 1 < ncol) dst[1] = cw[x][2 * hf + 1];
+                    }
+                }
+            }
+        }
+    }
+}
