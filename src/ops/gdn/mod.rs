@@ -605,14 +605,6 @@ fn chunk_f16_spec(dvt: usize) -> KernelSpec {
     .param("warps", warps)
 }
 
-/// Threads of a scan block.
-fn scan_threads(math: ChunkMath, dvt: usize) -> u32 {
-    match math {
-        ChunkMath::F16 => 32 * f16_scan_warps(dvt) as u32,
-        _ => 256,
-    }
-}
-
 fn chunk_wu_tc_spec(math: ChunkMath) -> KernelSpec {
     KernelSpec::new(
         "gdn_chunk_tc",
@@ -1365,6 +1357,13 @@ pub struct PrefillStages {
     pub scan_math: ChunkMath,
 }
 
+/// One chunk stage's kernel as a route launches it.
+struct StageKernel {
+    spec: KernelSpec,
+    smem: usize,
+    threads: u32,
+}
+
 impl PrefillStages {
     /// The whole prefill, as the engine runs it.
     pub const ALL: PrefillStages = PrefillStages::route(PREFILL_DEFAULT.0, PREFILL_DEFAULT.1);
@@ -1391,7 +1390,8 @@ impl PrefillStages {
     }
 
     /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
-    /// tensor cores, both chunk stages on tensor cores.
+    /// tensor cores, both chunk stages on tensor cores, the f16 scan after each tensor-core
+    /// `wu`.
     pub const ROUTES: [PrefillStages; 8] = [
         PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
@@ -1416,19 +1416,39 @@ impl PrefillStages {
         }
     }
 
-    fn wu_spec(&self) -> KernelSpec {
-        match self.wu_math {
-            ChunkMath::F32 => chunk_wu_spec(),
-            ChunkMath::F16 => chunk_wu_f16_spec(),
-            m => chunk_wu_tc_spec(m),
+    /// The `wu` stage's kernel, its dynamic shared memory and block size.
+    fn wu_kernel(&self) -> StageKernel {
+        let (spec, smem) = match self.wu_math {
+            ChunkMath::F32 => (chunk_wu_spec(), chunk_wu_smem()),
+            ChunkMath::F16 => (chunk_wu_f16_spec(), chunk_wu_f16_smem()),
+            m => (chunk_wu_tc_spec(m), chunk_wu_tc_smem()),
+        };
+        StageKernel {
+            spec,
+            smem,
+            threads: 256,
         }
     }
 
-    fn scan_spec(&self) -> KernelSpec {
+    /// The scan's kernel, its dynamic shared memory and block size.
+    fn scan_kernel(&self) -> StageKernel {
+        let dvt = self.scan_dvt;
         match self.scan_math {
-            ChunkMath::F32 => chunk_scan_spec(self.scan_dvt),
-            ChunkMath::F16 => chunk_f16_spec(self.scan_dvt),
-            m => chunk_tc_spec(self.scan_dvt, m),
+            ChunkMath::F32 => StageKernel {
+                spec: chunk_scan_spec(dvt),
+                smem: chunk_scan_smem(dvt),
+                threads: 256,
+            },
+            ChunkMath::F16 => StageKernel {
+                spec: chunk_f16_spec(dvt),
+                smem: chunk_f16_smem(dvt),
+                threads: 32 * f16_scan_warps(dvt) as u32,
+            },
+            m => StageKernel {
+                spec: chunk_tc_spec(dvt, m),
+                smem: chunk_tc_smem(dvt),
+                threads: 256,
+            },
         }
     }
 
@@ -1437,8 +1457,8 @@ impl PrefillStages {
         format!(
             "{}+{}+{}",
             prep_spec(4).entry,
-            self.wu_spec().entry,
-            self.scan_spec().entry
+            self.wu_kernel().spec.entry,
+            self.scan_kernel().spec.entry
         )
     }
 }
@@ -1480,17 +1500,16 @@ pub fn launch_prefill_stages(
         launch_prep(gpu, PrepKernel::prefill(d), w, &st.conv, x, out, seqs, t)?;
     }
     if stages.wu {
-        let spec = stages.wu_spec();
+        let StageKernel {
+            spec,
+            smem,
+            threads,
+        } = stages.wu_kernel();
         let f = gpu.function(&spec)?;
-        let smem = match stages.wu_math {
-            ChunkMath::F32 => chunk_wu_smem(),
-            ChunkMath::F16 => chunk_wu_f16_smem(),
-            _ => chunk_wu_tc_smem(),
-        };
         gpu.grant_shared_memory(&f, smem, &spec.entry)?;
         let cfg = LaunchConfig {
             grid_dim: (t.div_ceil(64) as u32, d.hv as u32, seqs as u32),
-            block_dim: (256, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
@@ -1525,17 +1544,16 @@ pub fn launch_prefill_stages(
     };
     {
         let dvt = stages.scan_dvt;
-        let spec = stages.scan_spec();
+        let StageKernel {
+            spec,
+            smem,
+            threads,
+        } = stages.scan_kernel();
         let f = gpu.function(&spec)?;
-        let smem = match stages.scan_math {
-            ChunkMath::F32 => chunk_scan_smem(dvt),
-            ChunkMath::F16 => chunk_f16_smem(dvt),
-            _ => chunk_tc_smem(dvt),
-        };
         gpu.grant_shared_memory(&f, smem, &spec.entry)?;
         let cfg = LaunchConfig {
             grid_dim: (d.dv.div_ceil(dvt) as u32, d.hv as u32, seqs as u32),
-            block_dim: (scan_threads(stages.scan_math, dvt), 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
@@ -1592,7 +1610,8 @@ mod tests {
 
     #[test]
     fn the_tensor_core_chunk_stages_fit_their_shared_memory() {
-        // One scan block per SM, two wu blocks per SM (sm_90: 227 KB per block, 228 KB per SM).
+        // One scan block per SM, two TF32 wu blocks and three f16 ones per SM (sm_90: 227 KB
+        // per block, 228 KB per SM).
         for dvt in CHUNK_F16_DVTS {
             assert!(chunk_f16_smem(dvt) <= 227 * 1024, "f16 dvt {dvt}");
         }
