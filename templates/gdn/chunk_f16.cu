@@ -1,7 +1,8 @@
 {#
-  GDN chunked prefill's scan with f16 tensor-core operands (mma.sync m16n8k16, operands
-  rounded to f16, f32 accumulation). Same algebra, inputs, outputs and layouts as the scan
-  of gdn/chunk_tc.cu (gdn/chunk.cu documents the algebra). f16 keeps 10 mantissa bits, as
+  GDN chunked prefill's scan with f16 tensor-core operands (mma.sync m16n8k16, f32
+  accumulation). Same algebra, outputs and layouts as the scan of gdn/chunk_tc.cu
+  (gdn/chunk.cu documents the algebra), but W, Q, K and P arrive as f16, as the f16 `wu`
+  stage (gdn/chunk_wu_f16.cu) writes them; U and G as f32. f16 keeps 10 mantissa bits, as
   TF32 does, so the error is of the plain TF32 route's order. Params: dvt (64 or 32),
   warps (8 or 16; dvt / (warps / 4) a multiple of 16).
 
@@ -18,13 +19,16 @@
   - The f32 state stays in registers for the whole sequence (warp w holds rows
     16w..16w+15, every column, as the update's accumulators); shared memory holds its f16
     copy, the B operand of W S and Q S, rewritten after each update.
-  - U never enters shared memory: each thread loads the elements of U that its W S
-    accumulators cover, a chunk ahead, and forms V' in registers. V' and diag(dec) V' go
-    to shared memory as f16 (the B operands of P V' and Kd^T V'), so K is not rescaled.
-  - The next chunk's W, Q, K and P arrive by cp.async in f32 staging buffers while this
-    chunk computes (16-byte copies: dk and dv multiples of 4), and become f16 at the top
-    of the next chunk; other dims load and convert element by element there instead.
-  grid (ceil(dv/dvt), HV, seqs), 32 warps threads, one block per SM (dynamic shared
+  - V' = U - W S is formed in registers; V' and diag(dec) V' go to shared memory as f16
+    (the B operands of P V' and Kd^T V'), so K is not rescaled.
+  - Everything a chunk reads from global memory (W, Q, K, P, U's tile and G) arrives by
+    cp.async into two buffers by the chunk's parity, issued a chunk ahead, straight into
+    the ldmatrix layout (16-byte copies: dk a multiple of 8, dv of 4; other dims load
+    element by element at the top of each chunk). So a chunk starts with its copies' wait
+    and one barrier, with no conversion, and no load into registers is left in flight
+    across the products: loads into registers made the compiler wait for them right
+    after they were issued, a memory latency a chunk (bench/gdn run 17).
+  grid (ceil(dv/dvt), HV, seqs), 32 x warps threads, one block per SM (dynamic shared
   memory: chunk_f16_smem in src/ops/gdn/mod.rs). Needs dk <= 128.
 #}
 {% include "gdn/f16_mma.cuh" %}
@@ -38,35 +42,31 @@
 #define LDH (DKMAX + 8)   // W, Q, K f16 rows: 272 bytes
 #define LDPH (CH + 8)     // P f16 rows: 144 bytes
 #define LDV (DVT + 8)     // S, V', diag(dec) V' f16 rows: 144 or 80 bytes
+#define LDU (DVT + 8)     // U f32 rows: a half-warp's float2 reads of 8 rows x 4 pairs hit 32 banks
 #define NTW (WN / 8)      // n-tiles (8 columns) a warp takes in the token-row products
 #define NT8 (SN / 8)      // n-tiles a warp takes in the state update
+#define BUF (3 * CH * LDH + CH * LDPH)   // f16 elements of one chunk's W, Q, K and P
 static_assert(WN % 16 == 0 && SN % 16 == 0, "n-tiles go in pairs (one ldmatrix.x4 feeds two)");
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
-{{ kernel_name }}(const float* __restrict__ q_in,
-                  const float* __restrict__ k_in,
-                  const float* __restrict__ w_in,
+{{ kernel_name }}(const f16_t* __restrict__ q_in,
+                  const f16_t* __restrict__ k_in,
+                  const f16_t* __restrict__ w_in,
                   const float* __restrict__ u_in,
-                  const float* __restrict__ p_in,
+                  const f16_t* __restrict__ p_in,
                   const float* __restrict__ gc_in,
                   float* state,
                   float* __restrict__ out,
                   int T, int hk, int hv, int dk, int dv)
 {
     extern __shared__ float4 smem4[];
-    float* Wf = reinterpret_cast<float*>(smem4);           // [CH][DKMAX] f32 staging
-    float* Qf = Wf + CH * DKMAX;                           // [CH][DKMAX]
-    float* Kf = Qf + CH * DKMAX;                           // [CH][DKMAX]
-    float* Pf = Kf + CH * DKMAX;                           // [CH][CH]
-    f16_t* Wh = reinterpret_cast<f16_t*>(Pf + CH * CH);    // [CH][LDH]
-    f16_t* Qh = Wh + CH * LDH;                             // [CH][LDH]
-    f16_t* Kh = Qh + CH * LDH;                             // [CH][LDH]
-    f16_t* Ph = Kh + CH * LDH;                             // [CH][LDPH]
-    f16_t* Sh = Ph + CH * LDPH;                            // [DKMAX][LDV]: f16 copy of S
+    // ops + BUF * parity: W [CH][LDH], Q [CH][LDH], K [CH][LDH], P [CH][LDPH].
+    f16_t* ops = reinterpret_cast<f16_t*>(smem4);
+    f16_t* Sh = ops + 2 * BUF;                             // [DKMAX][LDV]: f16 copy of S
     f16_t* Vh = Sh + DKMAX * LDV;                          // [CH][LDV]: V'
     f16_t* Vdh = Vh + CH * LDV;                            // [CH][LDV]: diag(dec) V'
-    float* gs = reinterpret_cast<float*>(Vdh + CH * LDV);  // [CH]: G
-    float* dec = gs + CH;                                  // [CH]: e^(G_last - G_s)
+    float* u2 = reinterpret_cast<float*>(Vdh + CH * LDV);  // [2][CH][LDU]: U's tile, by parity
+    float* gs2 = u2 + 2 * CH * LDU;                        // [2][CH]: G, by parity
     const int seq = blockIdx.z, h = blockIdx.y;
     const int kh = h / (hv / hk);
     const int j0 = blockIdx.x * DVT;
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
     const int tid = threadIdx.x;
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const long long sbase = ((long long)seq * hv + h) * dv;
-    const bool vec = (dk & 3) == 0 && (dv & 3) == 0;
+    const bool vec = (dk & 7) == 0 && (dv & 3) == 0;
     // Token-row products (W S, Q S, P V'): warp -> rows r0..r0+15, columns n0..n0+WN.
     const int r0 = (warp & 3) * 16, n0 = (warp >> 2) * WN;
     // State update: warp -> state rows i0..i0+15, columns s0..s0+SN.
@@ -109,130 +109,104 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
     };
     store_sh();
 
-    // U at the elements this thread's W S accumulators cover: rows r0 + g (+ 8),
-    // columns n0 + 8x + 2 t4 (+ 1); zero past the chunk and past nj.
     // Row strides (elements) of the token-major inputs.
     const long long wrow = (long long)hv * dk, qrow = (long long)hk * dk;
     const long long urow = (long long)hv * dv, prow = (long long)hv * CH;
-    auto load_u = [&](float2 (*u)[2], long long tok0, int tc) {
-        const float* ub = u_in + (tok0 + r0 + g) * urow + (long long)h * dv + j0 + n0 + 2 * t4;
-#pragma unroll
-        for (int x = 0; x < NTW; ++x) {
-            const int c = n0 + 8 * x + 2 * t4;
-#pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-                const int t = r0 + g + 8 * hf;
-                const float* src = ub + 8 * hf * urow + 8 * x;
-                float2 v;
-                v.x = v.y = 0.0f;
-                if (t < tc && vec && c < nj) {
-                    v = *reinterpret_cast<const float2*>(src);
-                } else if (t < tc) {
-                    if (c < nj) v.x = src[0];
-                    if (c + 1 < nj) v.y = src[1];
-                }
-                u[x][hf] = v;
-            }
-        }
-    };
 
-    // The next chunk (vector path): W, Q, K and P by cp.async into the f32 staging
-    // buffers, U and G into registers.
-    constexpr int PER = (CH * DKMAX / 4) / NT;
-    constexpr int PERP = (CH * CH / 4) / NT;
-    float2 un[NTW][2];
-    float rg = 0.0f, rgl = 0.0f;
-    auto fetch = [&](int t0) {
+    // A chunk's W, Q, K, P, U and G (vector path) by cp.async into buffer `buf`.
+    constexpr int UR = DKMAX / 8;              // 16-byte units a row of W, Q, K
+    constexpr int UP = CH / 8;                 // 16-byte units a row of P
+    constexpr int UU = DVT / 4;                // 16-byte units a row of U's tile
+    constexpr int PER = (CH * UR) / NT;
+    constexpr int PERP = (CH * UP) / NT;
+    constexpr int PERU = (CH * UU) / NT;
+    static_assert(PER * NT == CH * UR && PERP * NT == CH * UP && PERU * NT == CH * UU,
+                  "whole copy rounds");
+    auto fetch = [&](int t0, int buf) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
-        // Thread tid copies 16 bytes at row tid / 32 + 8 it, column 4 (tid % 32) of W, Q, K
-        // (rows of 128 floats) and at row tid / 16 + 16 it, column 4 (tid % 16) of P.
-        const int tw = tid >> 5, iw = (tid & 31) * 4, tp = tid >> 4, sp = (tid & 15) * 4;
-        const float* wb = w_in + (tok0 + tw) * wrow + (long long)h * dk + iw;
-        const float* qb = q_in + (tok0 + tw) * qrow + (long long)kh * dk + iw;
-        const float* kb = k_in + (tok0 + tw) * qrow + (long long)kh * dk + iw;
-        const float* pb = p_in + (tok0 + tp) * prow + (long long)h * CH + sp;
+        f16_t* Wb = ops + buf * BUF;
+        f16_t* Qb = Wb + CH * LDH;
+        f16_t* Kb = Qb + CH * LDH;
+        f16_t* Pb = Kb + CH * LDH;
+        // Thread tid copies 16 bytes at row tid / UR + (NT / UR) it, column 8 (tid % UR) of
+        // W, Q and K, and at row tid / UP + (NT / UP) it, column 8 (tid % UP) of P.
+        // U: row tid / UU + (NT / UU) it, column 4 (tid % UU) of the tile.
+        const int tw = tid / UR, iw = (tid % UR) * 8, tp = tid / UP, sp = (tid % UP) * 8;
+        const int tu = tid / UU, cu = (tid % UU) * 4;
+        float* Ub = u2 + buf * CH * LDU;
 #pragma unroll
         for (int it = 0; it < PER; ++it) {
-            const int t = tw + it * (NT / (DKMAX / 4));
+            const int t = tw + it * (NT / UR);
             const bool in = t < tc && iw < dk;
-            const long long o = (long long)it * (NT / (DKMAX / 4));
-            cp16(Wf + t * DKMAX + iw, in ? wb + o * wrow : w_in, in);
-            cp16(Qf + t * DKMAX + iw, in ? qb + o * qrow : q_in, in);
-            cp16(Kf + t * DKMAX + iw, in ? kb + o * qrow : k_in, in);
+            const long long tok = tok0 + t;
+            cp16(Wb + t * LDH + iw, in ? w_in + tok * wrow + (long long)h * dk + iw : w_in, in);
+            cp16(Qb + t * LDH + iw, in ? q_in + tok * qrow + (long long)kh * dk + iw : q_in, in);
+            cp16(Kb + t * LDH + iw, in ? k_in + tok * qrow + (long long)kh * dk + iw : k_in, in);
         }
 #pragma unroll
         for (int it = 0; it < PERP; ++it) {
-            const int t = tp + it * (NT / (CH / 4));
+            const int t = tp + it * (NT / UP);
             const bool in = t < tc;
-            const long long o = (long long)it * (NT / (CH / 4));
-            cp16(Pf + t * CH + sp, in ? pb + o * prow : p_in, in);
+            cp16(Pb + t * LDPH + sp, in ? p_in + (tok0 + t) * prow + (long long)h * CH + sp : p_in, in);
+        }
+#pragma unroll
+        for (int it = 0; it < PERU; ++it) {
+            const int t = tu + it * (NT / UU);
+            const bool in = t < tc && cu < nj;
+            cp16(Ub + t * LDU + cu, in ? u_in + (tok0 + t) * urow + (long long)h * dv + j0 + cu : u_in, in);
+        }
+        if (tid < CH) {
+            const bool in = tid < tc;
+            cp4(gs2 + buf * CH + tid, in ? gc_in + (tok0 + tid) * hv + h : gc_in, in);
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
-        load_u(un, tok0, tc);
-        if (tid < CH) {
-            rgl = gc_in[(tok0 + tc - 1) * hv + h];
-            rg = tid < tc ? gc_in[(tok0 + tid) * hv + h] : 0.0f;
-        }
     };
-    if (vec) fetch(0);
+    if (vec) fetch(0, 0);
 
     for (int t0 = 0; t0 < T; t0 += CH) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
-        float2 uc[NTW][2];
-        float gv = 0.0f, gl = 0.0f;
+        const int buf = (t0 / CH) & 1;
+        const f16_t* Wh = ops + buf * BUF;
+        const f16_t* Qh = Wh + CH * LDH;
+        const f16_t* Kh = Qh + CH * LDH;
+        const f16_t* Ph = Kh + CH * LDH;
+        const float* Ub = u2 + buf * CH * LDU;
+        float* gs = gs2 + buf * CH;
         if (vec) {
-#pragma unroll
-            for (int x = 0; x < NTW; ++x) {
-                uc[x][0] = un[x][0];
-                uc[x][1] = un[x][1];
-            }
-            gv = rg;
-            gl = rgl;
             asm volatile("cp.async.wait_all;\n" ::: "memory");   // this thread's copies
         } else {
-            load_u(uc, tok0, tc);
-            if (tid < CH) {
-                gl = gc_in[(tok0 + tc - 1) * hv + h];
-                gv = tid < tc ? gc_in[(tok0 + tid) * hv + h] : 0.0f;
+            // Element by element into this chunk's buffers (free: their last readers were
+            // chunk c - 2's, and every warp passed chunk c - 1's first barrier since).
+            float* Uw = u2 + buf * CH * LDU;
+            for (int e = tid; e < CH * DVT; e += NT) {
+                const int t = e / DVT, c = e % DVT;
+                const bool in = t < tc && c < nj;
+                Uw[t * LDU + c] = in ? u_in[(tok0 + t) * urow + (long long)h * dv + j0 + c] : 0.0f;
             }
-        }
-        __syncthreads();   // every copy landed; the last chunk's products are done
-        if (vec) {
-#pragma unroll
-            for (int it = 0; it < PER; ++it) {
-                const int e = tid + it * NT;
-                const int t = e / (DKMAX / 4), i = (e % (DKMAX / 4)) * 4;
-                f32x4_to_f16(Wh + t * LDH + i, Wf + t * DKMAX + i);
-                f32x4_to_f16(Qh + t * LDH + i, Qf + t * DKMAX + i);
-                f32x4_to_f16(Kh + t * LDH + i, Kf + t * DKMAX + i);
-            }
-#pragma unroll
-            for (int it = 0; it < PERP; ++it) {
-                const int e = tid + it * NT;
-                const int t = e / (CH / 4), s = (e % (CH / 4)) * 4;
-                f32x4_to_f16(Ph + t * LDPH + s, Pf + t * CH + s);
-            }
-        } else {
+            if (tid < CH) gs[tid] = tid < tc ? gc_in[(tok0 + tid) * hv + h] : 0.0f;
+            f16_t* Wb = ops + buf * BUF;
+            f16_t* Qb = Wb + CH * LDH;
+            f16_t* Kb = Qb + CH * LDH;
+            f16_t* Pb = Kb + CH * LDH;
             for (int e = tid; e < CH * DKMAX; e += NT) {
                 const int t = e / DKMAX, i = e % DKMAX;
                 const bool in = t < tc && i < dk;
-                Wh[t * LDH + i] = f32_to_f16(in ? w_in[((tok0 + t) * hv + h) * dk + i] : 0.0f);
-                Qh[t * LDH + i] = f32_to_f16(in ? q_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f);
-                Kh[t * LDH + i] = f32_to_f16(in ? k_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f);
+                const long long tok = tok0 + t;
+                Wb[t * LDH + i] = in ? w_in[(tok * hv + h) * dk + i] : (f16_t)0;
+                Qb[t * LDH + i] = in ? q_in[(tok * hk + kh) * dk + i] : (f16_t)0;
+                Kb[t * LDH + i] = in ? k_in[(tok * hk + kh) * dk + i] : (f16_t)0;
             }
             for (int e = tid; e < CH * CH; e += NT) {
                 const int t = e / CH, s = e % CH;
-                Ph[t * LDPH + s] = f32_to_f16(t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : 0.0f);
+                Pb[t * LDPH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : (f16_t)0;
             }
         }
-        if (tid < CH) {
-            gs[tid] = gv;
-            dec[tid] = tid < tc ? expf(gl - gv) : 0.0f;
-        }
-        __syncthreads();   // the f16 operands are in place; the staging buffers are free
-        if (vec && t0 + CH < T) fetch(t0 + CH);
+        // This chunk's operands and gates are in place, and every warp is done with the
+        // last chunk: the other buffer is free for the next one.
+        __syncthreads();
+        if (vec && t0 + CH < T) fetch(t0 + CH, buf ^ 1);
 
         // W S and Q S (columns past dk are zero in W and Q).
         float cw[NTW][4], cq[NTW][4];
@@ -258,13 +232,18 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
         // V' = U - W S in registers; V' and diag(dec) V' to shared memory as f16; QS
         // scaled by e^(G_t).
         {
-            const float eg0 = expf(gs[r0 + g]), eg1 = expf(gs[r0 + g + 8]);
-            const float d0 = dec[r0 + g], d1 = dec[r0 + g + 8];
+            // dec_s = e^(G_last - G_s), zero past tc (as the rows of W and U).
+            const float g0 = gs[r0 + g], g1 = gs[r0 + g + 8], gl = gs[tc - 1];
+            const float eg0 = expf(g0), eg1 = expf(g1);
+            const float d0 = r0 + g < tc ? expf(gl - g0) : 0.0f;
+            const float d1 = r0 + g + 8 < tc ? expf(gl - g1) : 0.0f;
 #pragma unroll
             for (int x = 0; x < NTW; ++x) {
                 const int c = n0 + 8 * x + 2 * t4;
-                const float v0 = uc[x][0].x - cw[x][0], v1 = uc[x][0].y - cw[x][1];
-                const float v2 = uc[x][1].x - cw[x][2], v3 = uc[x][1].y - cw[x][3];
+                const float2 u0 = *reinterpret_cast<const float2*>(Ub + (r0 + g) * LDU + c);
+                const float2 u1 = *reinterpret_cast<const float2*>(Ub + (r0 + g + 8) * LDU + c);
+                const float v0 = u0.x - cw[x][0], v1 = u0.y - cw[x][1];
+                const float v2 = u1.x - cw[x][2], v3 = u1.y - cw[x][3];
                 *reinterpret_cast<u32*>(Vh + (r0 + g) * LDV + c) = f16x2(v0, v1);
                 *reinterpret_cast<u32*>(Vh + (r0 + g + 8) * LDV + c) = f16x2(v2, v3);
                 *reinterpret_cast<u32*>(Vdh + (r0 + g) * LDV + c) = f16x2(d0 * v0, d0 * v1);

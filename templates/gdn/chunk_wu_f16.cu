@@ -1,8 +1,12 @@
 {#
   GDN chunked prefill's `wu` stage with f16 tensor-core operands (mma.sync m16n8k16 fed by
-  ldmatrix, f32 accumulation). Same inputs, outputs (f32) and layouts as the `wu` stage of
-  gdn/chunk_tc.cu (gdn/chunk.cu documents the algebra). f16 keeps 10 mantissa bits, as
-  TF32 does, so the error is of the plain TF32 route's order. No params.
+  ldmatrix, f32 accumulation). Same inputs and layouts as the `wu` stage of gdn/chunk_tc.cu
+  (gdn/chunk.cu documents the algebra); f16 keeps 10 mantissa bits, as TF32 does, so the
+  error is of the plain TF32 route's order. No params.
+  Outputs for the f16 scan (gdn/chunk_f16.cu), which takes its mma operands as f16: W and
+  P as f16, and f16 copies of Q and K ([token][HK][dk], written by the blocks of each key
+  head's first value head); U and G as f32 (U seeds f32 accumulators). Each is rounded
+  once, as the scan rounded its f32 copies before, so the scan sees the same bits.
 
   Per block (chunk of 64 tokens, head h), 8 warps:
   1. K and Q rows to shared memory as f16; V by cp.async into f32 staging (over where A
@@ -35,10 +39,12 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
                   const float* __restrict__ v_in,
                   const float* __restrict__ g_in,
                   const float* __restrict__ beta_in,
-                  float* __restrict__ w_out,
+                  f16_t* __restrict__ w_out,
                   float* __restrict__ u_out,
-                  float* __restrict__ p_out,
+                  f16_t* __restrict__ p_out,
                   float* __restrict__ gc_out,
+                  f16_t* __restrict__ qh_out,
+                  f16_t* __restrict__ kh_out,
                   int T, int hk, int hv, int dk, int dv)
 {
     extern __shared__ float4 smem4[];
@@ -59,6 +65,8 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
     const int tid = threadIdx.x;
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const long long tok0 = (long long)seq * T + t0;
+    // The first value head of each key head writes the f16 copies of Q and K.
+    const bool qk_out = h % (hv / hk) == 0;
     // ldmatrix row addresses (lane l names one row of one of the four 8x8 matrices).
     // A stored [m][k]: row l % 16, column 8 (l / 16).
     const int am = lane & 15, ak = (lane >> 4) * 8;
@@ -68,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
     const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = (lane >> 4) * 8;
 
     // 1. V's copies go out first (16 bytes each, zero-filled past tc and dv); K and Q pass
-    // through registers to f16.
+    // through registers to f16 (to global memory too where qk_out).
     const bool vec_k = (dk & 3) == 0, vec_v = (dv & 3) == 0;
     constexpr int PER = (CH * DMAX / 4) / NT;
     if (vec_v) {
@@ -111,14 +119,24 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
             q2.y = f16x2(rq[it].z, rq[it].w);
             *reinterpret_cast<uint2*>(Kh + t * LDH + i) = k2;
             *reinterpret_cast<uint2*>(Qh + t * LDH + i) = q2;
+            if (qk_out && t < tc && i < dk) {
+                const long long o = ((tok0 + t) * hk + kh) * dk + i;
+                *reinterpret_cast<uint2*>(kh_out + o) = k2;
+                *reinterpret_cast<uint2*>(qh_out + o) = q2;
+            }
         }
       }
     } else {
         for (int e = tid; e < CH * DMAX; e += NT) {
             const int t = e / DMAX, i = e % DMAX;
             const bool in = t < tc && i < dk;
-            Kh[t * LDH + i] = f32_to_f16(in ? k_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f);
-            Qh[t * LDH + i] = f32_to_f16(in ? q_in[((tok0 + t) * hk + kh) * dk + i] : 0.0f);
+            const long long o = ((tok0 + t) * hk + kh) * dk + i;
+            Kh[t * LDH + i] = f32_to_f16(in ? k_in[o] : 0.0f);
+            Qh[t * LDH + i] = f32_to_f16(in ? q_in[o] : 0.0f);
+            if (qk_out && in) {
+                kh_out[o] = Kh[t * LDH + i];
+                qh_out[o] = Qh[t * LDH + i];
+            }
         }
     }
     __syncthreads();
@@ -203,10 +221,7 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
                     As[t * LDT + s] = bts[t] * v[0];
                     As[t * LDT + s + 1] = bts[t] * v[1];
                 } else if (t < tc) {
-                    float2 p2;
-                    p2.x = v[0];
-                    p2.y = v[1];
-                    *reinterpret_cast<float2*>(p_out + ((tok0 + t) * hv + h) * CH + s) = p2;
+                    *reinterpret_cast<u32*>(p_out + ((tok0 + t) * hv + h) * CH + s) = f16x2(v[0], v[1]);
                 }
             }
         }
@@ -240,12 +255,13 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
     }
     __syncthreads();
 
-    // 4. W = T1 K (warps 0-3), U = T2 V (warps 4-7).
+    // 4. W = T1 K (warps 0-3, stored as f16), U = T2 V (warps 4-7, f32).
     {
-        const f16_t* Th = warp < 4 ? T1h : T2h;
-        const f16_t* Bh = warp < 4 ? Kh : Vh;
-        const int ncol = warp < 4 ? dk : dv;
-        float* dst0 = (warp < 4 ? w_out : u_out) + ((tok0 + r0 + g) * hv + h) * ncol;
+        const bool is_w = warp < 4;
+        const f16_t* Th = is_w ? T1h : T2h;
+        const f16_t* Bh = is_w ? Kh : Vh;
+        const int ncol = is_w ? dk : dv;
+        const long long base = ((tok0 + r0 + g) * hv + h) * ncol;
         const long long row = (long long)hv * ncol;
         const bool pair = (ncol & 1) == 0;
         // Two passes of 64 columns (8 n-tiles): half the accumulators live at once.
@@ -276,15 +292,23 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
 #pragma unroll
                 for (int hf = 0; hf < 2; ++hf) {
                     const int t = r0 + g + 8 * hf;
-                    float* dst = dst0 + 8 * hf * row + c;
-                    if (t < tc && pair && c < ncol) {
+                    if (t >= tc || c >= ncol) continue;
+                    const long long i = base + 8 * hf * row + c;
+                    const float v0 = cw[x][2 * hf], v1 = cw[x][2 * hf + 1];
+                    const bool two = c + 1 < ncol;
+                    if (is_w && pair) {
+                        *reinterpret_cast<u32*>(w_out + i) = f16x2(v0, v1);
+                    } else if (is_w) {
+                        w_out[i] = f32_to_f16(v0);
+                        if (two) w_out[i + 1] = f32_to_f16(v1);
+                    } else if (pair) {
                         float2 v;
-                        v.x = cw[x][2 * hf];
-                        v.y = cw[x][2 * hf + 1];
-                        *reinterpret_cast<float2*>(dst) = v;
-                    } else if (t < tc) {
-                        if (c < ncol) dst[0] = cw[x][2 * hf];
-                        if (c + 1 < ncol) dst[1] = cw[x][2 * hf + 1];
+                        v.x = v0;
+                        v.y = v1;
+                        *reinterpret_cast<float2*>(u_out + i) = v;
+                    } else {
+                        u_out[i] = v0;
+                        if (two) u_out[i + 1] = v1;
                     }
                 }
             }

@@ -1,6 +1,6 @@
 // f16 tensor-core helpers of the chunked prefill (gdn/chunk_f16.cu, gdn/chunk_wu_f16.cu):
 // ldmatrix fragment loads, mma.sync m16n8k16 with f16 operands and f32 accumulation,
-// f32 -> f16 packing and 16-byte cp.async. Fragment layouts: common/mma.cuh.
+// f32 -> f16 packing and 16- and 4-byte cp.async. Fragment layouts: common/mma.cuh.
 #ifndef NINFER_GDN_F16_MMA
 #define NINFER_GDN_F16_MMA
 {% include "common/types.cuh" %}
@@ -36,10 +36,17 @@ __device__ __forceinline__ void mma_f16(float* c, const u32* a, const u32* b) {
 }
 
 // 16 bytes global -> shared, zero-filled when !in (src must still be a valid address).
-__device__ __forceinline__ void cp16(float* dst, const float* src, bool in) {
+__device__ __forceinline__ void cp16(void* dst, const void* src, bool in) {
     const u32 to = (u32)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(to), "l"(src), "r"(in ? 16 : 0) : "memory");
+}
+
+// 4 bytes global -> shared (through L1), zero-filled when !in (src must still be valid).
+__device__ __forceinline__ void cp4(void* dst, const void* src, bool in) {
+    const u32 to = (u32)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(to), "l"(src), "r"(in ? 4 : 0) : "memory");
 }
 
 // Four f32 of shared memory to four f16 (8 bytes) of shared memory.

@@ -486,7 +486,9 @@ pub enum ChunkMath {
     Tf32x3,
     /// Tensor cores, f16 operands (10 mantissa bits, as TF32; f32 accumulation) fed by
     /// ldmatrix (`wu`: `gdn/chunk_wu_f16.cu`; the scan: `gdn/chunk_f16.cu`, the state in
-    /// registers).
+    /// registers). The two stages pass W, P, Q and K as f16 (rounded once, where the scan
+    /// would round them for its products anyway), so an f16 stage pairs only with the
+    /// other f16 stage.
     F16,
 }
 
@@ -647,11 +649,12 @@ fn chunk_tc_smem(dvt: usize) -> usize {
     4 * (2 * c * (d + 4) + c * (d + 8) + c * (c + 4) + d * ls + c * ls + 2 * c)
 }
 
-/// Dynamic shared memory of the f16 scan: W, Q, K and P f32 staging; W, Q, K, P, S, V' and
-/// diag(dec) V' as f16 (padded rows); G and the decays (see `gdn/chunk_f16.cu`).
+/// Dynamic shared memory of the f16 scan: two chunks' W, Q, K and P, then S, V' and
+/// diag(dec) V', all f16 (padded rows); two chunks' U tiles (f32, padded rows) and G (see
+/// `gdn/chunk_f16.cu`).
 fn chunk_f16_smem(dvt: usize) -> usize {
     let (d, c, lv) = (CHUNK_DKMAX, 64, dvt + 8);
-    4 * (3 * c * d + c * c + 2 * c) + 2 * (3 * c * (d + 8) + c * (c + 8) + d * lv + 2 * c * lv)
+    2 * (2 * (3 * c * (d + 8) + c * (c + 8)) + d * lv + 2 * c * lv) + 4 * 2 * c * (lv + 1)
 }
 
 /// Dynamic shared memory of the `wu` stage: q and k slices, A, the solve's columns, G and
@@ -1275,10 +1278,15 @@ pub struct PrefillWorkspace {
     pub v: CudaSlice<f32>,
     pub g: CudaSlice<f32>,
     pub beta: CudaSlice<f32>,
+    /// W [token][HV][dk]: f32, or f16 in its first half after the f16 `wu`.
     pub w: CudaSlice<f32>,
     pub u: CudaSlice<f32>,
+    /// P [token][HV][64]: f32, or f16 in its first half after the f16 `wu`.
     pub p: CudaSlice<f32>,
     pub gc: CudaSlice<f32>,
+    /// f16 copies of q and k [token][HK][dk] for the f16 scan (the f16 `wu` writes them).
+    pub qh: CudaSlice<u16>,
+    pub kh: CudaSlice<u16>,
     /// The f32 staging copy of an f16 state.
     pub s32: Option<CudaSlice<f32>>,
 }
@@ -1304,6 +1312,8 @@ impl PrefillWorkspace {
             u: alloc(gpu, n * d.value_dim())?,
             p: alloc(gpu, n * d.hv * 64)?,
             gc: alloc(gpu, n * d.hv)?,
+            qh: alloc(gpu, n * d.key_dim())?,
+            kh: alloc(gpu, n * d.key_dim())?,
             s32: match state {
                 StateType::F32 => None,
                 StateType::F16 => Some(alloc(gpu, seqs * d.state_len())?),
@@ -1375,7 +1385,17 @@ impl PrefillStages {
     pub const FAST: PrefillStages = PrefillStages::route(ChunkMath::F16, ChunkMath::F16);
 
     /// The whole prefill with each chunk stage's products done as `wu` and `scan` say.
+    /// Panics where one stage is f16 and the other is not (the f16 stages pass f16
+    /// intermediates).
     pub const fn route(wu: ChunkMath, scan: ChunkMath) -> PrefillStages {
+        let f16 = (
+            wu as u8 == ChunkMath::F16 as u8,
+            scan as u8 == ChunkMath::F16 as u8,
+        );
+        assert!(
+            f16.0 == f16.1,
+            "an f16 chunk stage pairs only with the other f16 stage"
+        );
         PrefillStages {
             prep: true,
             wu: true,
@@ -1390,16 +1410,13 @@ impl PrefillStages {
     }
 
     /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
-    /// tensor cores, both chunk stages on tensor cores, the f16 scan after each tensor-core
-    /// `wu`.
-    pub const ROUTES: [PrefillStages; 8] = [
+    /// tensor cores, both chunk stages on tensor cores (TF32, 3xTF32, f16).
+    pub const ROUTES: [PrefillStages; 6] = [
         PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32x3),
         PrefillStages::route(ChunkMath::Tf32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::Tf32x3, ChunkMath::Tf32x3),
-        PrefillStages::route(ChunkMath::Tf32, ChunkMath::F16),
-        PrefillStages::route(ChunkMath::Tf32x3, ChunkMath::F16),
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16),
     ];
 
@@ -1522,11 +1539,15 @@ pub fn launch_prefill_stages(
             .arg(&ws.u)
             .arg(&ws.p)
             .arg(&ws.gc);
+        if stages.wu_math == ChunkMath::F16 {
+            b.arg(&ws.qh).arg(&ws.kh);
+        }
         for v in &dims_i {
             b.arg(v);
         }
-        // SAFETY: matches gdn/chunk.cu (wu) and gdn/chunk_wu_tc.cuh (same arguments);
-        // buffers sized by PrefillWorkspace::new.
+        // SAFETY: matches gdn/chunk.cu (wu) and gdn/chunk_wu_tc.cuh (same arguments), and
+        // gdn/chunk_wu_f16.cu (those, then the f16 copies of q and k; W and P f16 in the
+        // first half of their f32 buffers); buffers sized by PrefillWorkspace::new.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
     if !stages.scan {
@@ -1557,9 +1578,12 @@ pub fn launch_prefill_stages(
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
-        b.arg(&ws.q)
-            .arg(&ws.k)
-            .arg(&ws.w)
+        if stages.scan_math == ChunkMath::F16 {
+            b.arg(&ws.qh).arg(&ws.kh);
+        } else {
+            b.arg(&ws.q).arg(&ws.k);
+        }
+        b.arg(&ws.w)
             .arg(&ws.u)
             .arg(&ws.p)
             .arg(&ws.gc)
@@ -1568,8 +1592,9 @@ pub fn launch_prefill_stages(
         for v in &dims_i {
             b.arg(v);
         }
-        // SAFETY: matches gdn/chunk.cu (scan) and gdn/chunk_tc.cu (same arguments); the
-        // state holds seqs * state_len elements.
+        // SAFETY: matches gdn/chunk.cu (scan) and gdn/chunk_tc.cu (same arguments), and
+        // gdn/chunk_f16.cu (q, k, W and P f16, as the f16 `wu` wrote them); the state holds
+        // seqs * state_len elements.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
     if let (StateBuf::F16(s), Some(s32)) = (&st.s, &ws.s32) {
@@ -1609,13 +1634,19 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "pairs only with the other f16 stage")]
+    fn an_f16_scan_needs_the_f16_wu() {
+        PrefillStages::route(ChunkMath::Tf32, ChunkMath::F16);
+    }
+
+    #[test]
     fn the_tensor_core_chunk_stages_fit_their_shared_memory() {
         // One scan block per SM, two TF32 wu blocks and three f16 ones per SM (sm_90: 227 KB
         // per block, 228 KB per SM).
         for dvt in CHUNK_F16_DVTS {
             assert!(chunk_f16_smem(dvt) <= 227 * 1024, "f16 dvt {dvt}");
         }
-        assert_eq!(chunk_f16_smem(64), 213_504);
+        assert_eq!(chunk_f16_smem(64), 197_120);
         for dvt in CHUNK_TC_DVTS {
             assert!(chunk_tc_smem(dvt) <= 227 * 1024, "dvt {dvt}");
         }
