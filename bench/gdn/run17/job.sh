@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/gdn run 17 (device job, carry [".gpu/$N", ".gpu/r16e"]; ~3-4 min): the f16
-# stages passing f16 intermediates (N=r17, the default; N=r17b, run 17b). The prefill qualify of r17 (every route of
+# bench/gdn run 17 (device job, carry [".gpu/$N", ".gpu/$BASE"] (default r16e); ~3-4 min): the f16
+# stages passing f16 intermediates (N=r17, the default; N=r17b, run 17b; N=r17c BASE=r17b,
+# run 17c against main at 17b). The prefill qualify of r17 (every route of
 # PrefillStages::ROUTES at every shape, T = 1 to 4096, both state types); the prefill
 # bench of r17, r16e (the baseline: main's kernels) and r17 again, in one process each,
 # fla's figures from run 3; `ninfer compare` on the GDN fixtures (the exact route), and on
@@ -11,8 +12,9 @@
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}
 source scripts/gpu/job-lib.sh
-job_init r16e "(r16e: the baseline, main's template set)"
-G0=$(job_example r16e gdn_gpu)
+BASE=${BASE:-r16e}
+job_init $BASE "($BASE: the baseline)"
+G0=$(job_example $BASE gdn_gpu)
 N=${N:-r17}
 job_init $N "($N: the f16 stages pass f16 W, P, Q and K)"
 G=$(job_example $N gdn_gpu)
@@ -27,7 +29,7 @@ bench() {
   t "bench $2"
 }
 bench $G a
-job_use r16e; bench $G0 base; job_use $N
+job_use $BASE; bench $G0 base; job_use $N
 bench $G b
 long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools."
 for fx in qwen35_r2 qwen3_next qwen35_moe; do
@@ -37,7 +39,7 @@ done
 # logits from those alone (run 17, decode rows too), so the tolerance is 5e-2, and main's
 # build runs the same commands beside: its GDN prefill route's outputs are the same bits.
 for lanes in 1 8; do
-  for b in $N r16e; do
+  for b in $N $BASE; do
     job_use $b
     echo "== $b" >> $O/compare.txt
     timeout $(left 120) $B compare --synthetic qwen3.6-mini --synthetic-prompt 300 --tokens 16 \
