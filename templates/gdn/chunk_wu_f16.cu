@@ -1,16 +1,16 @@
 {#
   GDN chunked prefill's `wu` stage with f16 tensor-core operands (mma.sync m16n8k16 fed by
   ldmatrix, f32 accumulation). Same inputs and layouts as the `wu` stage of gdn/chunk_tc.cu
-  (gdn/chunk.cu documents the algebra); f16 keeps 10 mantissa bits, as TF32 does, so the
-  error is of the plain TF32 route's order. No params.
+  (gdn/chunk.cu documents the algebra), but q and k arrive as f16, as the prologue
+  (gdn/prep_warp.cu with qk_f16) writes them for the f16 stages; f16 keeps 10 mantissa
+  bits, as TF32 does, so the error is of the plain TF32 route's order. No params.
   Outputs for the f16 scan (gdn/chunk_f16.cu), which takes its mma operands as f16: W and
-  P as f16, and f16 copies of Q and K ([token][HK][dk], written by the blocks of each key
-  head's first value head); U and G as f32 (U seeds f32 accumulators). Each is rounded
-  once, as the scan rounded its f32 copies before, so the scan sees the same bits.
+  P as f16; U and G as f32 (U seeds f32 accumulators). Each value is rounded once, where it
+  is made.
 
   Per block (chunk of 64 tokens, head h), 8 warps:
-  1. K and Q rows to shared memory as f16; V by cp.async into f32 staging (over where A
-     and T go later).
+  1. K and Q rows by cp.async straight into their padded f16 rows; V by cp.async into
+     f32 staging (over where A and T go later).
   2. K K^T (warps 0-3) and Q K^T (warps 4-7), causal n-tiles only; V to f16 over Q; A
      (f32, shared) and P (straight to global) scaled as in chunk.cu.
   3. T = (I + A)^-1 in f32 by right-looking substitution (as chunk_wu_tc.cuh). The right-hand
@@ -34,8 +34,8 @@
 #define LDTH (CH + 8)    // T1, T2 f16 rows: 144 bytes (9 units)
 
 extern "C" __global__ void __launch_bounds__(NT, 3)
-{{ kernel_name }}(const float* __restrict__ q_in,
-                  const float* __restrict__ k_in,
+{{ kernel_name }}(const f16_t* __restrict__ q_in,
+                  const f16_t* __restrict__ k_in,
                   const float* __restrict__ v_in,
                   const float* __restrict__ g_in,
                   const float* __restrict__ beta_in,
@@ -43,8 +43,6 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
                   float* __restrict__ u_out,
                   f16_t* __restrict__ p_out,
                   float* __restrict__ gc_out,
-                  f16_t* __restrict__ qh_out,
-                  f16_t* __restrict__ kh_out,
                   int T, int hk, int hv, int dk, int dv)
 {
     extern __shared__ float4 smem4[];
@@ -65,8 +63,6 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
     const int tid = threadIdx.x;
     const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const long long tok0 = (long long)seq * T + t0;
-    // The first value head of each key head writes the f16 copies of Q and K.
-    const bool qk_out = h % (hv / hk) == 0;
     // ldmatrix row addresses (lane l names one row of one of the four 8x8 matrices).
     // A stored [m][k]: row l % 16, column 8 (l / 16).
     const int am = lane & 15, ak = (lane >> 4) * 8;
@@ -75,10 +71,32 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
     // B stored [k][n] (.trans, two n-tiles): k row (l % 8) + 8 ((l / 8) % 2), column 8 (l / 16).
     const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = (lane >> 4) * 8;
 
-    // 1. V's copies go out first (16 bytes each, zero-filled past tc and dv); K and Q pass
-    // through registers to f16 (to global memory too where qk_out).
-    const bool vec_k = (dk & 3) == 0, vec_v = (dv & 3) == 0;
+    // 1. K and Q by cp.async into their f16 rows, then V's copies into its f32 staging (16
+    // bytes each, zero-filled past tc and past dk or dv), as two groups: K and Q are waited
+    // for before the Gram products, V after them.
+    const bool vec_k = (dk & 7) == 0, vec_v = (dv & 3) == 0;
     constexpr int PER = (CH * DMAX / 4) / NT;
+    constexpr int PERK = (CH * DMAX / 8) / NT;
+    if (vec_k) {
+#pragma unroll
+        for (int it = 0; it < PERK; ++it) {
+            const int e = tid + it * NT;
+            const int t = e / (DMAX / 8), i = (e % (DMAX / 8)) * 8;
+            const bool in = t < tc && i < dk;
+            const long long o = ((tok0 + t) * hk + kh) * dk + i;
+            cp16(Kh + t * LDH + i, in ? k_in + o : k_in, in);
+            cp16(Qh + t * LDH + i, in ? q_in + o : q_in, in);
+        }
+    } else {
+        for (int e = tid; e < CH * DMAX; e += NT) {
+            const int t = e / DMAX, i = e % DMAX;
+            const bool in = t < tc && i < dk;
+            const long long o = ((tok0 + t) * hk + kh) * dk + i;
+            Kh[t * LDH + i] = in ? k_in[o] : (f16_t)0;
+            Qh[t * LDH + i] = in ? q_in[o] : (f16_t)0;
+        }
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
     if (vec_v) {
 #pragma unroll
         for (int it = 0; it < PER; ++it) {
@@ -87,58 +105,13 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
             const bool in = t < tc && c < dv;
             cp16(Vf + t * DMAX + c, in ? v_in + ((tok0 + t) * hv + h) * dv + c : v_in, in);
         }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
     if (tid < CH) {
         gcs[tid] = tid < tc ? g_in[(tok0 + tid) * hv + h] : 0.0f;
         bts[tid] = tid < tc ? beta_in[(tok0 + tid) * hv + h] : 0.0f;
     }
-    if (vec_k) {
-      // Two rounds of half the rows each (the registers of a third block an SM).
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float4 rk[PER / 2], rq[PER / 2];
-        float4 z4;
-        z4.x = z4.y = z4.z = z4.w = 0.0f;
-#pragma unroll
-        for (int it = 0; it < PER / 2; ++it) {
-            const int e = tid + (it + r * (PER / 2)) * NT;
-            const int t = e / (DMAX / 4), i = (e % (DMAX / 4)) * 4;
-            const bool in = t < tc && i < dk;
-            rk[it] = in ? *reinterpret_cast<const float4*>(k_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
-            rq[it] = in ? *reinterpret_cast<const float4*>(q_in + ((tok0 + t) * hk + kh) * dk + i) : z4;
-        }
-#pragma unroll
-        for (int it = 0; it < PER / 2; ++it) {
-            const int e = tid + (it + r * (PER / 2)) * NT;
-            const int t = e / (DMAX / 4), i = (e % (DMAX / 4)) * 4;
-            uint2 k2, q2;
-            k2.x = f16x2(rk[it].x, rk[it].y);
-            k2.y = f16x2(rk[it].z, rk[it].w);
-            q2.x = f16x2(rq[it].x, rq[it].y);
-            q2.y = f16x2(rq[it].z, rq[it].w);
-            *reinterpret_cast<uint2*>(Kh + t * LDH + i) = k2;
-            *reinterpret_cast<uint2*>(Qh + t * LDH + i) = q2;
-            if (qk_out && t < tc && i < dk) {
-                const long long o = ((tok0 + t) * hk + kh) * dk + i;
-                *reinterpret_cast<uint2*>(kh_out + o) = k2;
-                *reinterpret_cast<uint2*>(qh_out + o) = q2;
-            }
-        }
-      }
-    } else {
-        for (int e = tid; e < CH * DMAX; e += NT) {
-            const int t = e / DMAX, i = e % DMAX;
-            const bool in = t < tc && i < dk;
-            const long long o = ((tok0 + t) * hk + kh) * dk + i;
-            Kh[t * LDH + i] = f32_to_f16(in ? k_in[o] : 0.0f);
-            Qh[t * LDH + i] = f32_to_f16(in ? q_in[o] : 0.0f);
-            if (qk_out && in) {
-                kh_out[o] = Kh[t * LDH + i];
-                qh_out[o] = Qh[t * LDH + i];
-            }
-        }
-    }
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");   // this thread's K and Q
     __syncthreads();
     // G = the gates' inclusive prefix sum (zero past tc: G stays at its last value), by
     // warp 0 with shuffles (two gates per lane); the other warps start the Gram products.

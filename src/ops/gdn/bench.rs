@@ -328,6 +328,10 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
                 one(true, false, false, 0, ChunkMath::F32),
             ),
             (
+                "prep_qkh".to_string(),
+                one(true, false, false, 0, ChunkMath::F16),
+            ),
+            (
                 "chunk_wu".to_string(),
                 one(false, true, false, 0, ChunkMath::F32),
             ),

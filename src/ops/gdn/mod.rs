@@ -544,17 +544,21 @@ fn prep_decode_spec(kc: usize) -> KernelSpec {
     .param("chmax", 1)
 }
 
-fn prep_spec(kc: usize) -> KernelSpec {
+/// The prefill's prologue; with `qk_f16` it writes q and k as f16 (for the f16 chunk
+/// stages, which take them as mma operands).
+fn prep_spec(kc: usize, qk_f16: bool) -> KernelSpec {
+    let suffix = if qk_f16 { "_qkh" } else { "" };
     KernelSpec::new(
         "gdn_prep",
         "gdn/prep_warp.cu",
-        format!("gdn_prep_warp_w{PREP_WARPS}_t{PREP_TPW}_k{kc}"),
+        format!("gdn_prep_warp_w{PREP_WARPS}_t{PREP_TPW}_k{kc}{suffix}"),
     )
     .programmatic()
     .param("warps", PREP_WARPS)
     .param("tpw", PREP_TPW)
     .param("kc", kc)
     .param("chmax", PREP_LANE_CH)
+    .param("qk_f16", qk_f16 as u32)
 }
 
 fn chunk_wu_spec() -> KernelSpec {
@@ -704,7 +708,8 @@ pub fn instantiations() -> Vec<KernelSpec> {
             }
         }
     }
-    specs.push(prep_spec(4));
+    specs.push(prep_spec(4, false));
+    specs.push(prep_spec(4, true));
     specs.push(prep_decode_spec(4));
     specs.push(chunk_wu_spec());
     for dvt in CHUNK_DVTS {
@@ -1046,8 +1051,9 @@ fn column_tiles(route: &RecurrentRoute, d: &GdnDims, lanes: usize) -> LaunchConf
 /// The prologues' five outputs (`gdn/prep.cu`, `gdn/prep_warp.cu`), in a prefill
 /// workspace or a state's [`PrepBufs`].
 struct PrepOut<'a> {
-    q: &'a CudaSlice<f32>,
-    k: &'a CudaSlice<f32>,
+    /// q and k: f32, or f16 where the prologue's `qk_f16` says (device pointers).
+    q: u64,
+    k: u64,
     v: &'a CudaSlice<f32>,
     g: &'a CudaSlice<f32>,
     beta: &'a CudaSlice<f32>,
@@ -1077,10 +1083,11 @@ impl PrepKernel {
         }
     }
 
-    /// The prefill's: `gdn/prep_warp.cu`, 4 warps of 4 tokens, a block per channel group.
-    fn prefill(d: &GdnDims) -> Self {
+    /// The prefill's: `gdn/prep_warp.cu`, 4 warps of 4 tokens, a block per channel group;
+    /// q and k as f16 with `qk_f16`.
+    fn prefill(d: &GdnDims, qk_f16: bool) -> Self {
         PrepKernel {
-            spec: prep_spec(d.kc),
+            spec: prep_spec(d.kc, qk_f16),
             block: PREP_WARPS * 32,
             tokc: PREP_TPW * PREP_WARPS as usize,
             groups: 2 * d.hk + d.hv,
@@ -1125,8 +1132,8 @@ fn launch_prep(
         .arg(&w.a_log)
         .arg(&w.dt_bias)
         .arg(conv)
-        .arg(out.q)
-        .arg(out.k)
+        .arg(&out.q)
+        .arg(&out.k)
         .arg(out.v)
         .arg(out.g)
         .arg(out.beta);
@@ -1172,8 +1179,8 @@ pub(super) fn launch_split_prep(
     let d = &w.dims;
     let p = st.prep.as_ref().expect("the caller checked");
     let prepared = PrepOut {
-        q: &p.q,
-        k: &p.k,
+        q: dptr(gpu, &p.q),
+        k: dptr(gpu, &p.k),
         v: &p.v,
         g: &p.g,
         beta: &p.beta,
@@ -1284,7 +1291,8 @@ pub struct PrefillWorkspace {
     /// P [token][HV][64]: f32, or f16 in its first half after the f16 `wu`.
     pub p: CudaSlice<f32>,
     pub gc: CudaSlice<f32>,
-    /// f16 copies of q and k [token][HK][dk] for the f16 scan (the f16 `wu` writes them).
+    /// q and k [token][HK][dk] as f16, for the f16 chunk stages (the prologue writes them
+    /// there instead of `q` and `k` when the `wu` stage is f16).
     pub qh: CudaSlice<u16>,
     pub kh: CudaSlice<u16>,
     /// The f32 staging copy of an f16 state.
@@ -1473,7 +1481,7 @@ impl PrefillStages {
     pub fn route_name(&self) -> String {
         format!(
             "{}+{}+{}",
-            prep_spec(4).entry,
+            prep_spec(4, self.wu_math == ChunkMath::F16).entry,
             self.wu_kernel().spec.entry,
             self.scan_kernel().spec.entry
         )
@@ -1506,15 +1514,22 @@ pub fn launch_prefill_stages(
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     // Prologue.
     if stages.prep {
+        // The f16 `wu` takes q and k as f16 (and the f16 scan the same copies).
+        let qk_f16 = stages.wu_math == ChunkMath::F16;
+        let (q, k) = match qk_f16 {
+            true => (dptr(gpu, &ws.qh), dptr(gpu, &ws.kh)),
+            false => (dptr(gpu, &ws.q), dptr(gpu, &ws.k)),
+        };
         let out = PrepOut {
-            q: &ws.q,
-            k: &ws.k,
+            q,
+            k,
             v: &ws.v,
             g: &ws.g,
             beta: &ws.beta,
         };
         // (PrefillWorkspace::new sized the outputs for seqs x t.)
-        launch_prep(gpu, PrepKernel::prefill(d), w, &st.conv, x, out, seqs, t)?;
+        let kernel = PrepKernel::prefill(d, qk_f16);
+        launch_prep(gpu, kernel, w, &st.conv, x, out, seqs, t)?;
     }
     if stages.wu {
         let StageKernel {
@@ -1530,24 +1545,25 @@ pub fn launch_prefill_stages(
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
-        b.arg(&ws.q)
-            .arg(&ws.k)
-            .arg(&ws.v)
+        if stages.wu_math == ChunkMath::F16 {
+            b.arg(&ws.qh).arg(&ws.kh);
+        } else {
+            b.arg(&ws.q).arg(&ws.k);
+        }
+        b.arg(&ws.v)
             .arg(&ws.g)
             .arg(&ws.beta)
             .arg(&ws.w)
             .arg(&ws.u)
             .arg(&ws.p)
             .arg(&ws.gc);
-        if stages.wu_math == ChunkMath::F16 {
-            b.arg(&ws.qh).arg(&ws.kh);
-        }
         for v in &dims_i {
             b.arg(v);
         }
         // SAFETY: matches gdn/chunk.cu (wu) and gdn/chunk_wu_tc.cuh (same arguments), and
-        // gdn/chunk_wu_f16.cu (those, then the f16 copies of q and k; W and P f16 in the
-        // first half of their f32 buffers); buffers sized by PrefillWorkspace::new.
+        // gdn/chunk_wu_f16.cu (the same with q and k f16, as the prologue wrote them; W and
+        // P f16 in the first half of their f32 buffers); buffers sized by
+        // PrefillWorkspace::new.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
     if !stages.scan {
