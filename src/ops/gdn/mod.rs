@@ -1656,6 +1656,19 @@ mod tests {
     }
 
     #[test]
+    fn only_the_f16_route_writes_q_and_k_as_f16() {
+        // The f16 `wu` and scan read q and k as f16, which only the `_qkh` prologue writes.
+        for route in PrefillStages::ROUTES {
+            let f16 = route.wu_math == ChunkMath::F16;
+            let prep = route.route_name();
+            assert_eq!(prep.contains("_qkh+"), f16, "{prep}");
+        }
+        let names: Vec<_> = instantiations().into_iter().map(|s| s.entry).collect();
+        assert!(names.contains(&prep_spec(4, true).entry));
+        assert!(names.contains(&prep_spec(4, false).entry));
+    }
+
+    #[test]
     fn the_tensor_core_chunk_stages_fit_their_shared_memory() {
         // One scan block per SM, two TF32 wu blocks and three f16 ones per SM (sm_90: 227 KB
         // per block, 228 KB per SM).
