@@ -1512,17 +1512,18 @@ pub fn launch_prefill_stages(
         return Ok(());
     }
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    // q and k as the chunk stages read them: f16 on the f16 route (which the prologue
+    // then writes), f32 otherwise (an f16 stage pairs only with the other).
+    let qk_f16 = stages.wu_math == ChunkMath::F16;
+    let qk = match qk_f16 {
+        true => (dptr(gpu, &ws.qh), dptr(gpu, &ws.kh)),
+        false => (dptr(gpu, &ws.q), dptr(gpu, &ws.k)),
+    };
     // Prologue.
     if stages.prep {
-        // The f16 `wu` takes q and k as f16 (and the f16 scan the same copies).
-        let qk_f16 = stages.wu_math == ChunkMath::F16;
-        let (q, k) = match qk_f16 {
-            true => (dptr(gpu, &ws.qh), dptr(gpu, &ws.kh)),
-            false => (dptr(gpu, &ws.q), dptr(gpu, &ws.k)),
-        };
         let out = PrepOut {
-            q,
-            k,
+            q: qk.0,
+            k: qk.1,
             v: &ws.v,
             g: &ws.g,
             beta: &ws.beta,
@@ -1545,12 +1546,9 @@ pub fn launch_prefill_stages(
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
-        if stages.wu_math == ChunkMath::F16 {
-            b.arg(&ws.qh).arg(&ws.kh);
-        } else {
-            b.arg(&ws.q).arg(&ws.k);
-        }
-        b.arg(&ws.v)
+        b.arg(&qk.0)
+            .arg(&qk.1)
+            .arg(&ws.v)
             .arg(&ws.g)
             .arg(&ws.beta)
             .arg(&ws.w)
@@ -1594,12 +1592,9 @@ pub fn launch_prefill_stages(
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
-        if stages.scan_math == ChunkMath::F16 {
-            b.arg(&ws.qh).arg(&ws.kh);
-        } else {
-            b.arg(&ws.q).arg(&ws.k);
-        }
-        b.arg(&ws.w)
+        b.arg(&qk.0)
+            .arg(&qk.1)
+            .arg(&ws.w)
             .arg(&ws.u)
             .arg(&ws.p)
             .arg(&ws.gc)
