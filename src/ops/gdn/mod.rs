@@ -26,7 +26,7 @@ pub mod reference;
 pub use bench::bench;
 pub use qualify::{check_step_route, qualify, qualify_decode, qualify_prefill};
 
-use cudarc::driver::{sys, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use serde::Serialize;
 
 use crate::gpu::{dptr, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
@@ -1276,26 +1276,23 @@ fn alloc<T: DeviceRepr + ValidAsZeroBits>(gpu: &Gpu, n: usize) -> Result<CudaSli
     gpu.alloc_zeros(n.max(1))
 }
 
-/// Device workspace of the chunked prefill for `seqs` x `t` tokens, sized for the routes it
-/// was made for (see [`PrefillWorkspace::new`]).
+/// Device workspace of the chunked prefill for `seqs` x `t` tokens.
 pub struct PrefillWorkspace {
     pub seqs: usize,
     pub t: usize,
-    /// q and k [token][HK][dk] as f32, for the routes whose `wu` is not f16 (empty otherwise).
     pub q: CudaSlice<f32>,
     pub k: CudaSlice<f32>,
     pub v: CudaSlice<f32>,
     pub g: CudaSlice<f32>,
     pub beta: CudaSlice<f32>,
-    /// W [token][HV][dk]: f32, or f16 in its first half after the f16 `wu` (then sized for
-    /// that half when no route served is f32).
+    /// W [token][HV][dk]: f32, or f16 in its first half after the f16 `wu`.
     pub w: CudaSlice<f32>,
     pub u: CudaSlice<f32>,
-    /// P [token][HV][64]: f32, or f16 in its first half after the f16 `wu` (sized as W).
+    /// P [token][HV][64]: f32, or f16 in its first half after the f16 `wu`.
     pub p: CudaSlice<f32>,
     pub gc: CudaSlice<f32>,
     /// q and k [token][HK][dk] as f16, for the f16 chunk stages (the prologue writes them
-    /// there instead of `q` and `k` when the `wu` stage is f16; empty otherwise).
+    /// there instead of `q` and `k` when the `wu` stage is f16).
     pub qh: CudaSlice<u16>,
     pub kh: CudaSlice<u16>,
     /// The f32 staging copy of an f16 state.
@@ -1303,100 +1300,34 @@ pub struct PrefillWorkspace {
 }
 
 impl PrefillWorkspace {
-    /// A workspace that serves each of `routes`. Not initialised: every element a stage
-    /// reads, the stage before it wrote (qualify checks this on a workspace filled with NaN,
-    /// [`PrefillWorkspace::poison`]), and a zero fill would cost a memset of the whole
-    /// workspace (~450 MB at 4096 tokens of the 27B layer) on each prefill.
     pub fn new(
         gpu: &Gpu,
         d: &GdnDims,
         seqs: usize,
         t: usize,
         state: StateType,
-        routes: &[PrefillStages],
     ) -> Result<Self, GpuError> {
         let n = seqs * t;
-        let f16 = routes.iter().any(|r| r.qk_f16());
-        let f32 = routes.iter().any(|r| !r.qk_f16());
-        // Elements of q and k in f32, of q and k in f16, and the share of W and P kept.
-        let (qk32, qk16) = (
-            n * d.key_dim() * f32 as usize,
-            n * d.key_dim() * f16 as usize,
-        );
-        let wp = |len: usize| if f32 { len } else { len.div_ceil(2) };
         Ok(PrefillWorkspace {
             seqs,
             t,
-            q: alloc_uninit(gpu, qk32)?,
-            k: alloc_uninit(gpu, qk32)?,
-            v: alloc_uninit(gpu, n * d.value_dim())?,
-            g: alloc_uninit(gpu, n * d.hv)?,
-            beta: alloc_uninit(gpu, n * d.hv)?,
-            w: alloc_uninit(gpu, wp(n * d.hv * d.dk))?,
-            u: alloc_uninit(gpu, n * d.value_dim())?,
-            p: alloc_uninit(gpu, wp(n * d.hv * 64))?,
-            gc: alloc_uninit(gpu, n * d.hv)?,
-            qh: alloc_uninit(gpu, qk16)?,
-            kh: alloc_uninit(gpu, qk16)?,
+            q: alloc(gpu, n * d.key_dim())?,
+            k: alloc(gpu, n * d.key_dim())?,
+            v: alloc(gpu, n * d.value_dim())?,
+            g: alloc(gpu, n * d.hv)?,
+            beta: alloc(gpu, n * d.hv)?,
+            w: alloc(gpu, n * d.hv * d.dk)?,
+            u: alloc(gpu, n * d.value_dim())?,
+            p: alloc(gpu, n * d.hv * 64)?,
+            gc: alloc(gpu, n * d.hv)?,
+            qh: alloc(gpu, n * d.key_dim())?,
+            kh: alloc(gpu, n * d.key_dim())?,
             s32: match state {
                 StateType::F32 => None,
-                StateType::F16 => Some(alloc_uninit(gpu, seqs * d.state_len())?),
+                StateType::F16 => Some(alloc(gpu, seqs * d.state_len())?),
             },
         })
     }
-
-    /// Whether this workspace holds what `stages` reads and writes (q and k in the route's
-    /// form, W and P at the route's width).
-    pub fn serves(&self, d: &GdnDims, stages: &PrefillStages) -> bool {
-        let n = self.seqs * self.t;
-        let (qk, wp) = match stages.qk_f16() {
-            true => (self.qh.len().min(self.kh.len()), 2),
-            false => (self.q.len().min(self.k.len()), 1),
-        };
-        qk >= n * d.key_dim()
-            && self.w.len() * wp >= n * d.hv * d.dk
-            && self.p.len() * wp >= n * d.hv * 64
-    }
-
-    /// Fills every buffer with NaN (all-ones bytes, a NaN in f32 and in f16), so that a
-    /// stage reading what no stage wrote shows in the result.
-    pub fn poison(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
-        fn fill<T>(gpu: &Gpu, s: &mut CudaSlice<T>) -> Result<(), GpuError> {
-            let bytes = s.len() * std::mem::size_of::<T>();
-            let (ptr, _sync) = s.device_ptr_mut(gpu.stream());
-            // SAFETY: `ptr` addresses `bytes` bytes of this buffer, on this stream.
-            unsafe { sys::cuMemsetD8Async(ptr, 0xff, bytes, gpu.stream().cu_stream()) }
-                .result()
-                .map_err(|e| GpuError::driver("poisoning the prefill workspace", e))
-        }
-        for b in [
-            &mut self.q,
-            &mut self.k,
-            &mut self.v,
-            &mut self.g,
-            &mut self.beta,
-            &mut self.w,
-            &mut self.u,
-            &mut self.p,
-            &mut self.gc,
-        ] {
-            fill(gpu, b)?;
-        }
-        fill(gpu, &mut self.qh)?;
-        fill(gpu, &mut self.kh)?;
-        if let Some(s) = &mut self.s32 {
-            fill(gpu, s)?;
-        }
-        Ok(())
-    }
-}
-
-/// A device buffer of `n` elements (at least one), not initialised.
-fn alloc_uninit<T: DeviceRepr>(gpu: &Gpu, n: usize) -> Result<CudaSlice<T>, GpuError> {
-    // SAFETY: the prefill's stages write each element before any stage reads it (see
-    // PrefillWorkspace::new).
-    unsafe { gpu.stream().alloc::<T>(n.max(1)) }
-        .map_err(|e| GpuError::driver("allocating the prefill workspace", e))
 }
 
 /// Whether the chunked prefill serves these dims (its asserts, as a question).
@@ -1497,11 +1428,6 @@ impl PrefillStages {
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16),
     ];
 
-    /// Whether the chunk stages read q and k as f16 (and W and P pass as f16): the f16 route.
-    pub const fn qk_f16(&self) -> bool {
-        self.wu_math as u8 == ChunkMath::F16 as u8
-    }
-
     /// A short name: `f32`, `wu f32 + scan tf32`, ...
     pub fn math_name(&self) -> String {
         if self.wu_math == self.scan_math {
@@ -1588,12 +1514,7 @@ pub fn launch_prefill_stages(
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     // q and k as the chunk stages read them: f16 on the f16 route (which the prologue
     // then writes), f32 otherwise (an f16 stage pairs only with the other).
-    let qk_f16 = stages.qk_f16();
-    assert!(
-        ws.serves(d, &stages),
-        "the prefill workspace was not made for the route {}",
-        stages.route_name()
-    );
+    let qk_f16 = stages.wu_math == ChunkMath::F16;
     let qk = match qk_f16 {
         true => (dptr(gpu, &ws.qh), dptr(gpu, &ws.kh)),
         false => (dptr(gpu, &ws.q), dptr(gpu, &ws.k)),
