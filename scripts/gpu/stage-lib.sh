@@ -95,6 +95,7 @@ stage_patched_build() {
     trap "git -C '$root' worktree remove --force '$wt'" EXIT
     for p in "$@"; do git -C "$wt" apply "$root/$p"; done
     # The worktree builds into the checkout's target/ (incremental) and finds its NVRTC.
+    mkdir -p "$root/target"   # a fresh checkout has none yet
     ln -s "$root/target" "$wt/target"
     [ -d "$root/.nvrtc" ] && ln -s "$root/.nvrtc" "$wt/.nvrtc"
     (cd "$wt" && bash -c "source scripts/gpu/stage-lib.sh && stage_init $name && stage_examples ${STAGE_EXAMPLES:-} && stage_kernels kc && stage_done")
