@@ -49,6 +49,34 @@ fn the_cpu_against_itself_is_identical_and_writes_a_record() {
 }
 
 #[test]
+fn near_ties_change_nothing_where_the_tokens_are_identical() {
+    // The cpu against itself: no difference, so no teacher-forced rerun and no flips.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ties.jsonl");
+    let out = ninfer(&[
+        "compare",
+        "--device",
+        "cpu",
+        "--model",
+        LLAMA,
+        "--tokens",
+        "4",
+        "--near-ties",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let rec: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
+    assert_eq!(rec["near_ties"], 4.0);
+    assert_eq!(rec["teacher_forced"], false);
+    assert_eq!(rec["flips"], 0);
+    assert_eq!(rec["pass"], true);
+}
+
+#[test]
 fn cuda_runs_where_there_is_a_gpu_and_is_refused_where_there_is_none() {
     let has_gpu = ninfer(&["devices", "--json"]).status.success()
         && String::from_utf8_lossy(&ninfer(&["devices", "--json"]).stdout).contains("\"arch\"");
@@ -78,6 +106,24 @@ fn bad_options_exit_two_with_a_sentence() {
             "q3_g7",
         ],
         vec!["compare", "--device", "cpu", "--model", "/no/such/model"],
+        vec![
+            "compare",
+            "--device",
+            "cpu",
+            "--model",
+            LLAMA,
+            "--near-ties",
+            "-1",
+        ],
+        vec![
+            "compare",
+            "--device",
+            "cpu",
+            "--model",
+            LLAMA,
+            "--near-ties",
+            "nan",
+        ],
     ] {
         let out = ninfer(&args);
         let err = String::from_utf8_lossy(&out.stderr);
