@@ -13,33 +13,31 @@ fn ninfer(args: &[&str]) -> Output {
 
 const LLAMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/llama");
 
-#[test]
-fn the_cpu_against_itself_is_identical_and_writes_a_record() {
+/// `ninfer compare ARGS --json FILE`, which must pass: its stdout and its one record.
+fn compare_passing(args: &[&str]) -> (String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("compare.jsonl");
-    let out = ninfer(&[
-        "compare",
-        "--device",
-        "cpu",
-        "--model",
-        LLAMA,
-        "--tokens",
-        "8",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut all = vec!["compare"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", json.to_str().unwrap()]);
+    let out = ninfer(&all);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let rec = serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
+    (stdout, rec)
+}
+
+#[test]
+fn the_cpu_against_itself_is_identical_and_writes_a_record() {
+    let (stdout, rec) = compare_passing(&["--device", "cpu", "--model", LLAMA, "--tokens", "8"]);
     assert!(
         stdout.contains("identical") && stdout.contains("PASS"),
         "{stdout}"
     );
-    let rec: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
     assert_eq!(rec["identical_tokens"], 8);
     assert_eq!(rec["prefill_rel_l2"], 0.0);
     // The greedy step (a second decode of the prompt) picked the same tokens.
@@ -51,10 +49,7 @@ fn the_cpu_against_itself_is_identical_and_writes_a_record() {
 #[test]
 fn near_ties_change_nothing_where_the_tokens_are_identical() {
     // The cpu against itself: no difference, so no teacher-forced rerun and no flips.
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("ties.jsonl");
-    let out = ninfer(&[
-        "compare",
+    let (_, rec) = compare_passing(&[
         "--device",
         "cpu",
         "--model",
@@ -63,13 +58,7 @@ fn near_ties_change_nothing_where_the_tokens_are_identical() {
         "4",
         "--near-ties",
         "4",
-        "--json",
-        json.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    let rec: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
     assert_eq!(rec["near_ties"], 4.0);
     assert_eq!(rec["teacher_forced"], false);
     assert_eq!(rec["flips"], 0);
@@ -137,34 +126,14 @@ fn bad_options_exit_two_with_a_sentence() {
 
 #[test]
 fn lanes_on_the_cpu_match_single_sequences_and_write_a_record() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("lanes.jsonl");
     let qwen35 = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny/qwen35_r2");
-    let out = ninfer(&[
-        "compare",
-        "--device",
-        "cpu",
-        "--model",
-        qwen35,
-        "--lanes",
-        "3",
-        "--tokens",
-        "6",
-        "--json",
-        json.to_str().unwrap(),
+    let (stdout, rec) = compare_passing(&[
+        "--device", "cpu", "--model", qwen35, "--lanes", "3", "--tokens", "6",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
         stdout.contains("3 lanes") && stdout.contains("identical") && stdout.contains("PASS"),
         "{stdout}"
     );
-    let rec: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&json).unwrap().trim()).unwrap();
     assert_eq!(rec["what"], "backend_compare_lanes");
     assert_eq!(rec["identical_tokens"], serde_json::json!([6, 6, 6]));
     // Lanes at different positions: prompts one token apart.
