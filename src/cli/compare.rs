@@ -234,17 +234,14 @@ fn agreement(got: &Trace, want: &Trace) -> (usize, f64) {
 /// behind them (a teacher-forced trace): how many, and the largest lead of the reference's
 /// pick over the trace's pick in the reference's logits, in units of that row's RMS
 /// difference between the two backends (a near tie has a small lead).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Flips {
     count: usize,
     worst_lead: f64,
 }
 
 fn flips(got: &Trace, want: &Trace) -> Flips {
-    let mut f = Flips {
-        count: 0,
-        worst_lead: 0.0,
-    };
+    let mut f = Flips::default();
     let rows = got.rows.iter().zip(&want.rows);
     for ((&g, &w), (g_row, w_row)) in got.tokens.iter().zip(&want.tokens).zip(rows) {
         if g == w {
@@ -337,16 +334,10 @@ fn compare_lanes(
             lane_flips.push(flips(got, want));
         }
     }
-    let all_flips = lane_flips.iter().fold(
-        Flips {
-            count: 0,
-            worst_lead: 0.0,
-        },
-        |a, f| Flips {
-            count: a.count + f.count,
-            worst_lead: a.worst_lead.max(f.worst_lead),
-        },
-    );
+    let all_flips = lane_flips.iter().fold(Flips::default(), |a, f| Flips {
+        count: a.count + f.count,
+        worst_lead: a.worst_lead.max(f.worst_lead),
+    });
     let ties_ok = forced.is_some() && all_flips.worst_lead <= args.near_ties.unwrap_or(0.0);
     let greedy_agrees = lanes.iter().all(Trace::greedy_agrees);
     let pass = (identical || ties_ok) && greedy_agrees && worst <= args.tolerance;
@@ -689,13 +680,7 @@ mod tests {
     #[test]
     fn identical_picks_have_no_flips() {
         let t = trace_of(&[1, 0], &[&[0.0, 2.0], &[5.0, 1.0]]);
-        assert_eq!(
-            flips(&t, &t),
-            Flips {
-                count: 0,
-                worst_lead: 0.0
-            }
-        );
+        assert_eq!(flips(&t, &t), Flips::default());
     }
 
     #[test]
