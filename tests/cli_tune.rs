@@ -75,6 +75,7 @@ fn write_profile(fp: &Fingerprint, path: &Path) {
         times_us: (0..c.len())
             .map(|i| if i == 1 { 3.0 } else { 5.0 + i as f64 })
             .collect(),
+        sources: None,
     });
     p.save_merged(path).unwrap();
 }
@@ -121,10 +122,45 @@ fn a_profile_with_the_wrong_fingerprint_is_ignored_with_a_notice() {
     assert!(stdout.contains("uses the built-in heuristics"), "{stdout}");
     assert!(stderr.contains("note: ignored"), "{stderr}");
     assert!(stderr.contains("stale.toml is for CI Test GPU"), "{stderr}");
-    assert!(stderr.contains("(differs in template set)"), "{stderr}");
+    assert!(
+        stderr.contains("(differs in template set; it records no route's sources to carry over)"),
+        "{stderr}"
+    );
     assert!(stderr.contains("run `ninfer tune`"), "{stderr}");
     assert!(
         stderr.contains("error: no tuning profile applies"),
+        "{stderr}"
+    );
+
+    // The same profile stamped with the sources its route's candidates render to in this
+    // build: carried over, with a notice that counts what was kept.
+    let mut p = Profile::load(&stale).unwrap();
+    let stamped = p.stamp(&|r: &Route| {
+        let key = r.key.parse().unwrap();
+        ninfer::tune::sources::sources_hash(ninfer::jit::Jit::global().unwrap(), &key)
+    });
+    assert_eq!(stamped, 1);
+    p.save(&stale).unwrap();
+    let out = check(dir.path(), &[], Some(&stale));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "uses tuning profile {} (1 route)",
+            stale.display()
+        )),
+        "{stdout}"
+    );
+    assert!(stderr.contains("1 of its 1 routes kept"), "{stderr}");
+    // Stamped with sources this build does not render: nothing to carry.
+    let text_now = std::fs::read_to_string(&stale).unwrap();
+    let sources = p.routes[0].sources.clone().unwrap();
+    std::fs::write(&stale, text_now.replace(&sources, "0000000000000000")).unwrap();
+    let out = check(dir.path(), &[], Some(&stale));
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("has the kernel sources it was timed on"),
         "{stderr}"
     );
 
@@ -387,6 +423,7 @@ fn a_gdn_route_for_a_retired_tile_is_ignored_with_a_notice() {
         default_us: 21.0,
         candidates: c.len() as u32,
         times_us: Vec::new(),
+        sources: None,
     };
     p.set_route(gdn_route(8, c[1].spec().entry));
     // bench/gdn run 5 dropped the g12s6 tile: a profile that names it is not trusted.
@@ -562,6 +599,7 @@ fn compare_judges_two_runs() {
                 default_us: times[0],
                 candidates: c.len() as u32,
                 times_us: times,
+                sources: None,
             });
         }
         p.save_merged(path).unwrap();

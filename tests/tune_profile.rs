@@ -1,10 +1,13 @@
 //! Tuning profiles: save/load, merge, atomic and pinned writes, and which profile `select`
-//! trusts (a profile with the wrong fingerprint is ignored with a notice).
+//! trusts (a profile with the wrong fingerprint is ignored with a notice; one of this device
+//! made with another template set keeps the routes whose candidates' sources are unchanged).
 
 use std::fs;
 use std::path::Path;
 
-use ninfer::tune::{select, t_bucket, Fingerprint, Profile, ProfileChoice, Route, ShapeKey};
+use ninfer::tune::{
+    select, select_in, t_bucket, Fingerprint, Profile, ProfileChoice, Route, ShapeKey,
+};
 
 fn h200(templates: &str) -> Fingerprint {
     Fingerprint {
@@ -25,6 +28,7 @@ fn route(key: &str, entry: &str, us: f64) -> Route {
         default_us: 2.0 * us,
         candidates: 4,
         times_us: Vec::new(),
+        sources: None,
     }
 }
 
@@ -310,6 +314,7 @@ fn round_trip_with_gdn_keys() {
         default_us: 21.2,
         candidates: c.len() as u32,
         times_us: (0..c.len()).map(|i| 21.2 - (i == 1) as u8 as f64).collect(),
+        sources: None,
     });
     p.set_route(route(
         &exact::key(q4, 1, 576, 576).to_string(),
@@ -380,6 +385,7 @@ fn round_trip_with_attn_keys_and_an_unknown_family() {
         default_us: 11.0,
         candidates: c.len() as u32,
         times_us: vec![11.0, 9.5, 10.0],
+        sources: None,
     });
     p.set_route(route("future_family/op/t1/n8/k8", "some_kernel", 1.0));
     p.save_merged(&path).unwrap();
@@ -406,4 +412,92 @@ fn round_trip_with_attn_keys_and_an_unknown_family() {
     assert!(notice
         .unwrap()
         .contains("name a kernel this build does not offer"));
+}
+
+/// A profile of this device made with other templates: the routes recorded with the sources
+/// they were timed on that this build still renders are kept, the rest dropped and counted.
+#[test]
+fn select_carries_over_the_routes_whose_sources_are_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nvidia-h200.toml");
+    let mut p = profile(
+        &h200("ab12ab12ab12ab12"),
+        &[(K1, "gemm_a"), (K2, "gemm_b"), (K3, "gemm_c")],
+    );
+    let then = |r: &Route| match r.key.as_str() {
+        K1 => Some("s1".to_string()),
+        K2 => Some("s2".to_string()),
+        _ => None,
+    };
+    assert_eq!(p.stamp(&then), 2, "K3 has no candidates, so no hash");
+    p.save_merged(&path).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(text.contains("sources = \"s1\""), "{text}");
+    // Now K2's candidates render otherwise.
+    let now = |key: &str| match key {
+        K1 => Some("s1".to_string()),
+        K2 => Some("s2-edited".to_string()),
+        _ => None,
+    };
+    let current = h200("cd34cd34cd34cd34");
+    match select_in(&current, &[dir.path().to_path_buf()], None, &now) {
+        (ProfileChoice::Carried { profile, notice }, Some(at)) => {
+            assert_eq!(at, path);
+            let keys: Vec<&str> = profile.routes.iter().map(|r| r.key.as_str()).collect();
+            assert_eq!(keys, [K1]);
+            assert!(notice.contains("1 of its 3 routes kept"), "{notice}");
+            assert!(notice.contains("linear 2"), "{notice}");
+            assert!(notice.contains("ab12ab12ab12"), "{notice}");
+            assert!(notice.contains("cd34cd34cd34"), "{notice}");
+        }
+        other => panic!("expected a carried profile, got {other:?}"),
+    }
+    // Nothing survives: the heuristics, and the notice says why.
+    let none = |_: &str| Some("other".to_string());
+    match select_in(&current, &[dir.path().to_path_buf()], None, &none) {
+        (ProfileChoice::Heuristics { notice }, None) => {
+            assert!(notice.contains("no route of"), "{notice}")
+        }
+        other => panic!("expected heuristics, got {other:?}"),
+    }
+    // Another device is never carried over, whatever the sources.
+    let mut fewer_sms = h200("cd34cd34cd34cd34");
+    fewer_sms.sm_count = 114;
+    match select_in(&fewer_sms, &[dir.path().to_path_buf()], None, &now) {
+        (ProfileChoice::Heuristics { notice }, None) => {
+            assert!(notice.contains("SM count"), "{notice}")
+        }
+        other => panic!("expected heuristics, got {other:?}"),
+    }
+    // The same template set: the profile as it is, every route.
+    match select_in(
+        &h200("ab12ab12ab12ab12"),
+        &[dir.path().to_path_buf()],
+        None,
+        &now,
+    ) {
+        (ProfileChoice::Use(p), _) => assert_eq!(p.routes.len(), 3),
+        other => panic!("expected the profile, got {other:?}"),
+    }
+}
+
+/// An unstamped profile of another template set says it has nothing to carry over.
+#[test]
+fn an_unstamped_profile_of_other_templates_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    profile(&h200("ab12ab12ab12ab12"), &[(K1, "gemm_a")])
+        .save_merged(&dir.path().join("nvidia-h200.toml"))
+        .unwrap();
+    let now = |_: &str| Some("s1".to_string());
+    match select_in(
+        &h200("cd34cd34cd34cd34"),
+        &[dir.path().to_path_buf()],
+        None,
+        &now,
+    ) {
+        (ProfileChoice::Heuristics { notice }, None) => {
+            assert!(notice.contains("records no route's sources"), "{notice}")
+        }
+        other => panic!("expected heuristics, got {other:?}"),
+    }
 }

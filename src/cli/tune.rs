@@ -59,7 +59,14 @@ Examples:
   ninfer tune --synthetic qwen3.6-27b --family linear_a16 --prefill-tokens 64,4096
   ninfer tune --synthetic smollm2-135m --dry-run       (what would be timed; no GPU needed)
   ninfer tune compare run1.toml run2.toml              (do two runs agree?)
-  ninfer tune check                                    (which profile applies here, and why)";
+  ninfer tune check                                    (which profile applies here, and why)
+  ninfer tune stamp tuning/nvidia-h200.toml            (record each route's kernel sources)
+
+A profile is made for one device and one template set. Each route it writes also records a
+hash of the kernel sources its candidates rendered to (`sources`). A build whose templates
+differ keeps the routes whose candidates render to the same sources (an edit to the GDN
+templates leaves the GEMV splits' choices standing) and serves the others from the
+heuristics, with a notice that counts them.";
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, after_long_help = TUNE_HELP)]
@@ -80,6 +87,17 @@ pub enum TuneCommand {
     /// by --device-name, --cc, --sms and --nvrtc), or why it would use none. Exit status 1
     /// when no profile applies.
     Check(CheckArgs),
+    /// Record in a profile, beside each route, a hash of the kernel sources its candidates
+    /// render to in this build, so that a build with other templates keeps the routes whose
+    /// candidates did not change. Only a profile made with this build's template set: the
+    /// hash vouches for what was timed. Needs no GPU.
+    Stamp(StampArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StampArgs {
+    /// The profile to stamp (rewritten in place, atomically).
+    pub profile: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -237,6 +255,7 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
     match &args.command {
         Some(TuneCommand::Compare(a)) => compare_cmd(a),
         Some(TuneCommand::Check(a)) => check_cmd(a),
+        Some(TuneCommand::Stamp(a)) => stamp_cmd(a),
         None => tune(&args.run),
     }
 }
@@ -1157,6 +1176,47 @@ fn check_cmd(args: &CheckArgs) -> Result<(), CliError> {
     }
 }
 
+fn stamp_cmd(args: &StampArgs) -> Result<(), CliError> {
+    let path = &args.profile;
+    let mut profile = Profile::load(path).map_err(|e| match e {
+        ProfileError::Missing { .. } => CliError::usage(e.to_string()),
+        e => CliError::failed(e.to_string()),
+    })?;
+    let here = crate::tune::fingerprint::template_set_hash().map_err(CliError::failed)?;
+    if profile.device.template_set_hash != here {
+        return Err(CliError::failed(format!(
+            "{} was timed on template set {}..., this build's is {}...: stamping would vouch \
+             for kernel sources that were not timed (stamp it with the build that made it, or \
+             re-run `ninfer tune`)",
+            path.display(),
+            profile
+                .device
+                .template_set_hash
+                .chars()
+                .take(12)
+                .collect::<String>(),
+            here.chars().take(12).collect::<String>()
+        )));
+    }
+    let stamped = profile.stamp(&crate::tune::sources::stamp_for);
+    profile
+        .save(path)
+        .map_err(|e| CliError::failed(e.to_string()))?;
+    let total = profile.routes.len();
+    println!(
+        "stamped {stamped} of {total} routes of {}{}",
+        path.display(),
+        match total - stamped {
+            0 => String::new(),
+            n => format!(
+                " ({n} not: their key has no candidates in this build, or not the ones they \
+                 record)"
+            ),
+        }
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1236,5 +1296,75 @@ mod tests {
         assert_eq!(parse_version("--cc", "12.1").unwrap(), (12, 1));
         assert!(parse_version("--cc", "9").is_err());
         assert!(parse_version("--cc", "a.b").is_err());
+    }
+
+    /// `ninfer tune stamp`: a route whose candidates are the ones this build offers gets
+    /// their sources hash; one that records another candidate count gets none; a profile of
+    /// another template set is refused and left as it was.
+    #[test]
+    fn stamp_records_sources_only_for_what_was_timed() {
+        let here = crate::tune::fingerprint::template_set_hash().unwrap();
+        let fp = Fingerprint {
+            name: "NVIDIA H200".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            nvrtc_version: (13, 0),
+            template_set_hash: here,
+        };
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let cands = exact::candidates(q4, 1);
+        let route = |key: String, candidates: usize| crate::tune::Route {
+            key,
+            entry: cands[1].spec().entry,
+            median_us: 1.0,
+            default_entry: cands[0].spec().entry,
+            default_us: 2.0,
+            candidates: candidates as u32,
+            times_us: Vec::new(),
+            sources: None,
+        };
+        let good = exact::key(q4, 1, 17408, 5120);
+        let stale = exact::key(q4, 1, 5120, 17408);
+        let mut p = Profile::new(&fp);
+        p.set_route(route(good.to_string(), cands.len()));
+        p.set_route(route(stale.to_string(), cands.len() + 1));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        p.save(&path).unwrap();
+        stamp_cmd(&StampArgs {
+            profile: path.clone(),
+        })
+        .unwrap();
+        let back = Profile::load(&path).unwrap();
+        let jit = crate::jit::Jit::global().unwrap();
+        let of = |k: &crate::tune::ShapeKey| {
+            back.routes
+                .iter()
+                .find(|r| r.key == k.to_string())
+                .unwrap()
+                .sources
+                .clone()
+        };
+        assert_eq!(of(&good), crate::tune::sources::sources_hash(jit, &good));
+        assert!(of(&good).is_some());
+        assert_eq!(of(&stale), None);
+        // Another template set: refused, the file untouched.
+        let mut other = back.clone();
+        other.device.template_set_hash = "0123456789abcdef".into();
+        other.routes.iter_mut().for_each(|r| r.sources = None);
+        other.save(&path).unwrap();
+        let before = std::fs::read_to_string(&path).unwrap();
+        let e = stamp_cmd(&StampArgs {
+            profile: path.clone(),
+        })
+        .unwrap_err();
+        assert_eq!(e.code, 1);
+        assert!(e.message.contains("would vouch"), "{}", e.message);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+        let e = stamp_cmd(&StampArgs {
+            profile: dir.path().join("none.toml"),
+        })
+        .unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
     }
 }

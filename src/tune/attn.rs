@@ -234,6 +234,7 @@ mod tests {
             default_us: 2.0,
             candidates: c.len() as u32,
             times_us: Vec::new(),
+            sources: None,
         });
         let (table, notice) = RouteTable::from_profile(&p, std::path::Path::new("p"));
         assert!(notice.is_none(), "{notice:?}");

@@ -336,6 +336,7 @@ mod tests {
             default_us: times[0],
             candidates: times.len() as u32,
             times_us: times.to_vec(),
+            sources: None,
         }
     }
 

@@ -203,6 +203,7 @@ mod tests {
             default_us: 2.0,
             candidates: 2,
             times_us: Vec::new(),
+            sources: None,
         });
         super::super::RouteTable::from_profile(&p, std::path::Path::new("p")).0
     }

@@ -110,6 +110,7 @@ impl KeyResult {
             times_us: (0..self.candidates.len())
                 .map(|i| round3(self.time(i)))
                 .collect(),
+            sources: super::sources::current_sources(&self.key),
         }
     }
 

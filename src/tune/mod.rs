@@ -3,8 +3,10 @@
 //! other, the route families and their candidates ([`exact`]: the linear layers' GEMV splits;
 //! [`gdn`]: the GDN decode step's tiles; [`attn`]: the decode attention's split-K width;
 //! [`a16`]: the bf16-activation tensor-core tile for more than 32 tokens), the tuners that
-//! time them ([`measure`] and its siblings) on the shapes of a model ([`shapes`]), and the
-//! route table the engine runs with ([`routes`]).
+//! time them ([`measure`] and its siblings) on the shapes of a model ([`shapes`]), what each
+//! route's choice rests on in the templates ([`sources`]: a profile made with another
+//! template set keeps the routes whose candidates render alike), and the route table the
+//! engine runs with ([`routes`]).
 
 pub mod a16;
 pub mod attn;
@@ -20,6 +22,7 @@ pub mod measure_gdn;
 pub mod profile;
 pub mod routes;
 pub mod shapes;
+pub mod sources;
 
 pub use bucket::{t_bucket, ShapeKey};
 pub use fingerprint::Fingerprint;

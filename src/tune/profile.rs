@@ -76,6 +76,11 @@ pub struct Route {
     /// clear choice from one within the noise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub times_us: Vec<f64>,
+    /// A hash of the kernel sources its candidates rendered to when they were timed
+    /// (`tune::sources`). Optional: with it, a build with another template set keeps this
+    /// route where its candidates' sources are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -228,6 +233,41 @@ impl Profile {
         }
     }
 
+    /// Records each route's sources hash as `sources` gives it for the route (`None`: no
+    /// hash, e.g. its key has no candidates in this build). Returns how many routes were
+    /// stamped. Only for a profile timed on the template set `sources` renders from: the
+    /// hash vouches that the route's candidates were those sources.
+    pub fn stamp(&mut self, sources: &dyn Fn(&Route) -> Option<String>) -> usize {
+        for r in &mut self.routes {
+            r.sources = sources(r);
+        }
+        self.routes.iter().filter(|r| r.sources.is_some()).count()
+    }
+
+    /// Keeps the routes whose recorded sources hash equals what `sources` gives for their key
+    /// now (a route with no recorded hash is dropped: nothing says what it was timed on).
+    /// Returns the keys dropped.
+    pub fn carry_over(&mut self, sources: SourcesOf) -> Vec<String> {
+        let mut dropped = Vec::new();
+        self.routes.retain(|r| {
+            let keep = r.sources.is_some() && sources(&r.key) == r.sources;
+            if !keep {
+                dropped.push(r.key.clone());
+            }
+            keep
+        });
+        dropped
+    }
+
+    /// Writes this profile to `path` as it is (atomically), pinned or not.
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        let text = toml::to_string(self).map_err(|e| ProfileError::Toml {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        write_atomic(path, |f| f.write_all(text.as_bytes()))
+    }
+
     /// The entry chosen for `key`, if this profile has one.
     pub fn route_for(&self, key: &ShapeKey) -> Option<&str> {
         let key = key.to_string();
@@ -294,22 +334,39 @@ fn write_atomic(
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProfileChoice {
     Use(Profile),
-    Heuristics { notice: String },
+    /// A profile of this device made with another template set, cut to the routes whose
+    /// candidates' sources are unchanged ([`Profile::carry_over`]); `notice` says how many
+    /// were kept and which families lost routes.
+    Carried {
+        profile: Profile,
+        notice: String,
+    },
+    Heuristics {
+        notice: String,
+    },
 }
+
+/// The sources hash of a route key in this build (`tune::sources::current_sources`), or a
+/// stand-in for tests; `None`: the key has no candidates here.
+pub type SourcesOf<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Picks the profile for `current`: the one at `override_path` (`--profile PATH`) if given,
 /// else the first `*.toml` in `dir` (by file name) whose fingerprint id matches. Profiles for
 /// another device or template set, and unreadable ones, are named in the notice.
 pub fn select(current: &Fingerprint, dir: &Path, override_path: Option<&Path>) -> ProfileChoice {
-    select_in(current, &[dir.to_path_buf()], override_path).0
+    select_in(current, &[dir.to_path_buf()], override_path, &|_| None).0
 }
 
 /// [`select`] over several folders searched in order (the first match wins; a folder that
-/// does not exist is skipped). Also returns the path of the profile chosen.
+/// does not exist is skipped). Also returns the path of the profile chosen. Where no
+/// profile matches, the first one of this device that differs only in the template set and
+/// records its routes' sources is carried over ([`Profile::carry_over`] with `sources`), if
+/// any of its routes survive.
 pub fn select_in(
     current: &Fingerprint,
     dirs: &[PathBuf],
     override_path: Option<&Path>,
+    sources: SourcesOf,
 ) -> (ProfileChoice, Option<PathBuf>) {
     let paths: Vec<PathBuf> = match override_path {
         Some(p) => vec![p.to_path_buf()],
@@ -326,6 +383,7 @@ pub fn select_in(
     }
     let id = current.id();
     let mut reasons = Vec::new();
+    let mut carry: Option<(Profile, PathBuf)> = None;
     for path in &paths {
         match Profile::load(path) {
             Err(e) => reasons.push(format!("{e}")),
@@ -340,19 +398,73 @@ pub fn select_in(
                 } else if p.device.id == id {
                     return (ProfileChoice::Use(p), Some(path.clone()));
                 } else {
+                    let differs = differences(&theirs, current);
+                    let stamped = p.routes.iter().any(|r| r.sources.is_some());
                     reasons.push(format!(
-                        "{} is for {}, this is {} (differs in {})",
+                        "{} is for {}, this is {} (differs in {}{})",
                         path.display(),
                         describe(&theirs),
                         describe(current),
-                        differences(&theirs, current).join(", ")
+                        differs.join(", "),
+                        match (differs == ["template set"], stamped) {
+                            (true, false) => "; it records no route's sources to carry over",
+                            _ => "",
+                        }
                     ));
+                    if differs == ["template set"] && stamped && carry.is_none() {
+                        carry = Some((p, path.clone()));
+                    }
                 }
             }
         }
     }
+    if let Some((mut p, path)) = carry {
+        let total = p.routes.len();
+        let dropped = p.carry_over(sources);
+        if !p.routes.is_empty() {
+            let notice = format!(
+                "tuning profile {} was made with template set {}..., this build's is {}...: \
+                 {} of its {total} routes kept (their candidates' kernel sources are \
+                 unchanged){}",
+                path.display(),
+                short_hash(&p.device.template_set_hash),
+                short_hash(&current.template_set_hash),
+                p.routes.len(),
+                match dropped.is_empty() {
+                    true => String::new(),
+                    false => format!(
+                        ", the others use the built-in heuristics ({}; run `ninfer tune` to re-time them)",
+                        dropped_by_family(&dropped)
+                    ),
+                }
+            );
+            return (ProfileChoice::Carried { profile: p, notice }, Some(path));
+        }
+        reasons.push(format!(
+            "no route of {} has the kernel sources it was timed on",
+            path.display()
+        ));
+    }
     let notice = format!("ignored {}; {SUGGESTION}", reasons.join("; "));
     (ProfileChoice::Heuristics { notice }, None)
+}
+
+fn short_hash(h: &str) -> String {
+    h.chars().take(12).collect()
+}
+
+/// `gdn_step 2, linear_exact 1`: the dropped keys counted by family, most first.
+fn dropped_by_family(keys: &[String]) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for k in keys {
+        *counts.entry(super::family_of(k)).or_default() += 1;
+    }
+    let mut v: Vec<(&str, usize)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(f, n)| format!("{f} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The `*.toml` files of `dir`, by file name (none where `dir` cannot be read).
@@ -370,15 +482,15 @@ fn profiles_in(dir: &Path) -> Vec<PathBuf> {
 
 /// One line for a fingerprint: name, compute capability, SMs, NVRTC, template set.
 pub fn describe(fp: &Fingerprint) -> String {
-    let hash: String = fp.template_set_hash.chars().take(12).collect();
     format!(
-        "{} (cc {}.{}, {} SMs, NVRTC {}.{}) with template set {hash}...",
+        "{} (cc {}.{}, {} SMs, NVRTC {}.{}) with template set {}...",
         fp.name,
         fp.compute_capability.0,
         fp.compute_capability.1,
         fp.sm_count,
         fp.nvrtc_version.0,
-        fp.nvrtc_version.1
+        fp.nvrtc_version.1,
+        short_hash(&fp.template_set_hash)
     )
 }
 

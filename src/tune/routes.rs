@@ -354,12 +354,30 @@ pub fn resolve(current: &Fingerprint, request: &ProfileRequest, dirs: &[PathBuf]
         ProfileRequest::Path(p) => Some(p.as_path()),
         ProfileRequest::Search => None,
     };
-    match select_in(current, dirs, override_path) {
+    match select_in(
+        current,
+        dirs,
+        override_path,
+        &super::sources::current_sources,
+    ) {
         (ProfileChoice::Use(p), Some(path)) => {
             let (table, notice) = RouteTable::from_profile(&p, &path);
             Resolved { table, notice }
         }
-        (ProfileChoice::Use(_), None) => unreachable!("a chosen profile has a path"),
+        (ProfileChoice::Carried { profile, notice }, Some(path)) => {
+            let (table, more) = RouteTable::from_profile(&profile, &path);
+            let notice = match more {
+                Some(m) => format!("{notice}; {m}"),
+                None => notice,
+            };
+            Resolved {
+                table,
+                notice: Some(notice),
+            }
+        }
+        (ProfileChoice::Use(_) | ProfileChoice::Carried { .. }, None) => {
+            unreachable!("a chosen profile has a path")
+        }
         (ProfileChoice::Heuristics { notice }, _) => Resolved {
             table: RouteTable::heuristics(),
             notice: Some(notice),
@@ -403,6 +421,7 @@ mod tests {
             default_us: 1.0,
             candidates: 2,
             times_us: vec![1.0, 2.0],
+            sources: None,
         }
     }
 
