@@ -386,12 +386,18 @@ fn compare_lanes(
         });
         append_json(path, &rec)?;
     }
-    if pass {
-        Ok(())
-    } else {
-        Err(CliError::failed(format!(
-            "the {device} backend's lanes step differs from the cpu backend beyond the tolerance"
-        )))
+    match pass {
+        true => Ok(()),
+        false => Err(failure(
+            &format!("the {device} backend's lanes step"),
+            Checks {
+                tokens_ok: identical || ties_ok,
+                near_ties: args.near_ties,
+                greedy_agrees,
+                worst,
+                tolerance: args.tolerance,
+            },
+        )),
     }
 }
 
@@ -406,6 +412,44 @@ fn append_json(path: &std::path::Path, rec: &serde_json::Value) -> Result<(), Cl
 }
 
 /// The summary line's word on the greedy step's tokens.
+/// The verdicts a compare's pass is made of.
+struct Checks {
+    tokens_ok: bool,
+    near_ties: Option<f64>,
+    greedy_agrees: bool,
+    worst: f64,
+    tolerance: f64,
+}
+
+/// The error of a failed compare: which of its checks failed, in words.
+fn failure(who: &str, c: Checks) -> CliError {
+    let mut why = Vec::new();
+    if !c.tokens_ok {
+        why.push(match c.near_ties {
+            None => "its greedy tokens differ (where activations are inexact a near tie may \
+                     flip: --near-ties F allows flips the cpu's pick leads by at most F times \
+                     the row's RMS difference)"
+                .to_string(),
+            Some(f) => format!(
+                "its greedy tokens differ where the cpu's pick leads by more than --near-ties {f}"
+            ),
+        });
+    }
+    if c.worst > c.tolerance || c.worst.is_nan() {
+        why.push(format!(
+            "its logits differ by {:.3e} relative L2, beyond the tolerance {:e}",
+            c.worst, c.tolerance
+        ));
+    }
+    if !c.greedy_agrees {
+        why.push("its greedy step's tokens are not its own logits' argmax".to_string());
+    }
+    CliError::failed(format!(
+        "{who} differs from the cpu backend: {}",
+        why.join("; ")
+    ))
+}
+
 fn greedy_line(agrees: bool) -> &'static str {
     match agrees {
         true => "greedy step: the same tokens",
@@ -577,18 +621,93 @@ pub fn run(args: &CompareArgs) -> Result<(), CliError> {
         });
         append_json(path, &rec)?;
     }
-    if pass {
-        Ok(())
-    } else {
-        Err(CliError::failed(format!(
-            "the {device} backend differs from the cpu backend beyond the tolerance"
-        )))
+    match pass {
+        true => Ok(()),
+        false => Err(failure(
+            &format!("the {device} backend"),
+            Checks {
+                tokens_ok: identical || ties_ok,
+                near_ties: args.near_ties,
+                greedy_agrees,
+                worst: prefill_rel.max(decode_rel),
+                tolerance: args.tolerance,
+            },
+        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_names_the_checks_that_failed() {
+        let ok = || Checks {
+            tokens_ok: true,
+            near_ties: None,
+            greedy_agrees: true,
+            worst: 1e-3,
+            tolerance: 1e-2,
+        };
+        let tokens = failure(
+            "the cuda backend",
+            Checks {
+                tokens_ok: false,
+                ..ok()
+            },
+        );
+        assert_eq!(tokens.code, 1);
+        assert!(
+            tokens.message.starts_with(
+                "the cuda backend differs from the cpu backend: its greedy tokens differ"
+            ),
+            "{}",
+            tokens.message
+        );
+        assert!(
+            tokens.message.contains("--near-ties F allows"),
+            "{}",
+            tokens.message
+        );
+        assert!(!tokens.message.contains("tolerance"), "{}", tokens.message);
+        let ties = failure(
+            "x",
+            Checks {
+                tokens_ok: false,
+                near_ties: Some(4.0),
+                ..ok()
+            },
+        );
+        assert!(
+            ties.message.contains("by more than --near-ties 4"),
+            "{}",
+            ties.message
+        );
+        let rel = failure(
+            "x",
+            Checks {
+                worst: 2.5e-2,
+                ..ok()
+            },
+        );
+        assert!(
+            rel.message
+                .contains("2.500e-2 relative L2, beyond the tolerance 1e-2"),
+            "{}",
+            rel.message
+        );
+        assert!(!rel.message.contains("tokens"), "{}", rel.message);
+        let all = failure(
+            "x",
+            Checks {
+                tokens_ok: false,
+                greedy_agrees: false,
+                worst: f64::NAN,
+                ..ok()
+            },
+        );
+        assert_eq!(all.message.matches("; ").count(), 2, "{}", all.message);
+    }
 
     fn trace_of(tokens: &[u32], rows: &[&[f32]]) -> Trace {
         Trace {
