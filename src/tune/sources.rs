@@ -48,17 +48,33 @@ pub fn candidate_specs(key: &ShapeKey) -> Option<Vec<KernelSpec>> {
 }
 
 /// The sources hash of `key` in `jit`'s template set: the first 16 hex digits of blake3 over
-/// the candidates' rendered sources, each length-prefixed. `None` where the key has no
+/// the candidates' rendered sources without their blank lines, each length-prefixed. `None` where the key has no
 /// candidates here or one of them does not render (then no recorded hash can match).
 pub fn sources_hash(jit: &Jit, key: &ShapeKey) -> Option<String> {
     let specs = candidate_specs(key)?;
     let mut h = blake3::Hasher::new();
     for spec in &specs {
-        let source = jit.render(spec).ok()?;
+        let source = without_blank_lines(&jit.render(spec).ok()?);
         h.update(&(source.len() as u64).to_le_bytes());
         h.update(source.as_bytes());
     }
     Some(h.finalize().to_hex()[..16].to_string())
+}
+
+/// `source` without its blank (empty or whitespace-only) lines, which the compiler never
+/// sees but template refactors move about (a Tera include leaves one where its tag stood).
+/// A blank line that ends a backslash-continued line is kept: it ends a macro.
+fn without_blank_lines(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut continued = false;
+    for line in source.lines() {
+        if continued || !line.trim().is_empty() {
+            out.push_str(line);
+            out.push('\n');
+        }
+        continued = line.trim_end().ends_with('\\');
+    }
+    out
 }
 
 /// The sources hash to stamp on `route`, a route of a profile timed with this process's
@@ -104,6 +120,23 @@ mod tests {
     }
 
     #[test]
+    fn blank_lines_do_not_count_unless_they_end_a_macro() {
+        let a = "#define A 1\nint x;\n";
+        assert_eq!(without_blank_lines("\n#define A 1\n   \n\nint x;\n\n"), a);
+        assert_eq!(without_blank_lines(a), a);
+        // The blank line ends the macro; without it `int x;` would join the definition.
+        let m = "#define B(v) \\\n  (v)\n\nint x;\n";
+        let joined = "#define B(v) \\\n  (v)\nint x;\n";
+        assert_eq!(
+            without_blank_lines(m),
+            joined,
+            "only the blank after the macro goes"
+        );
+        let m2 = "#define B(v) \\\n\nint x;\n";
+        assert_eq!(without_blank_lines(m2), m2);
+    }
+
+    #[test]
     fn every_family_has_candidates_for_its_keys() {
         let d = crate::ops::gdn::QWEN36_27B;
         let keys = [
@@ -146,6 +179,13 @@ mod tests {
         assert_eq!(sources_hash(&gdn_edit, &key), Some(h.clone()));
         assert_ne!(
             sources_hash(&gdn_edit, &gdn_key),
+            sources_hash(&base, &gdn_key)
+        );
+        // Blank lines added to a GDN template change nothing.
+        let blank_edit =
+            jit_with(|rel, text| rel.starts_with("gdn/").then(|| text.replace('\n', "\n\n")));
+        assert_eq!(
+            sources_hash(&blank_edit, &gdn_key),
             sources_hash(&base, &gdn_key)
         );
         // An edit to a file the GEMV includes changes its hash.
