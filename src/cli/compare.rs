@@ -411,8 +411,8 @@ fn append_json(path: &std::path::Path, rec: &serde_json::Value) -> Result<(), Cl
     writeln!(f, "{rec}").map_err(|e| CliError::failed(e.to_string()))
 }
 
-/// The summary line's word on the greedy step's tokens.
 /// The verdicts a compare's pass is made of.
+#[derive(Clone, Copy)]
 struct Checks {
     tokens_ok: bool,
     near_ties: Option<f64>,
@@ -450,6 +450,7 @@ fn failure(who: &str, c: Checks) -> CliError {
     ))
 }
 
+/// The summary line's word on the greedy step's tokens.
 fn greedy_line(agrees: bool) -> &'static str {
     match agrees {
         true => "greedy step: the same tokens",
@@ -642,71 +643,55 @@ mod tests {
 
     #[test]
     fn a_failure_names_the_checks_that_failed() {
-        let ok = || Checks {
+        let ok = Checks {
             tokens_ok: true,
             near_ties: None,
             greedy_agrees: true,
             worst: 1e-3,
             tolerance: 1e-2,
         };
-        let tokens = failure(
-            "the cuda backend",
-            Checks {
-                tokens_ok: false,
-                ..ok()
-            },
+        let says = |c: Checks, has: &[&str], lacks: &[&str]| {
+            let e = failure("the cuda backend", c);
+            assert_eq!(e.code, 1);
+            for h in has {
+                assert!(e.message.contains(h), "{h:?} not in {}", e.message);
+            }
+            for l in lacks {
+                assert!(!e.message.contains(l), "{l:?} in {}", e.message);
+            }
+        };
+        let tokens = Checks {
+            tokens_ok: false,
+            ..ok
+        };
+        says(
+            tokens,
+            &[
+                "differs from the cpu backend: its greedy tokens differ",
+                "--near-ties F allows",
+            ],
+            &["tolerance"],
         );
-        assert_eq!(tokens.code, 1);
-        assert!(
-            tokens.message.starts_with(
-                "the cuda backend differs from the cpu backend: its greedy tokens differ"
-            ),
-            "{}",
-            tokens.message
+        let ties = Checks {
+            near_ties: Some(4.0),
+            ..tokens
+        };
+        says(ties, &["by more than --near-ties 4"], &[]);
+        let rel = Checks {
+            worst: 2.5e-2,
+            ..ok
+        };
+        says(
+            rel,
+            &["2.500e-2 relative L2, beyond the tolerance 1e-2"],
+            &["tokens"],
         );
-        assert!(
-            tokens.message.contains("--near-ties F allows"),
-            "{}",
-            tokens.message
-        );
-        assert!(!tokens.message.contains("tolerance"), "{}", tokens.message);
-        let ties = failure(
-            "x",
-            Checks {
-                tokens_ok: false,
-                near_ties: Some(4.0),
-                ..ok()
-            },
-        );
-        assert!(
-            ties.message.contains("by more than --near-ties 4"),
-            "{}",
-            ties.message
-        );
-        let rel = failure(
-            "x",
-            Checks {
-                worst: 2.5e-2,
-                ..ok()
-            },
-        );
-        assert!(
-            rel.message
-                .contains("2.500e-2 relative L2, beyond the tolerance 1e-2"),
-            "{}",
-            rel.message
-        );
-        assert!(!rel.message.contains("tokens"), "{}", rel.message);
-        let all = failure(
-            "x",
-            Checks {
-                tokens_ok: false,
-                greedy_agrees: false,
-                worst: f64::NAN,
-                ..ok()
-            },
-        );
-        assert_eq!(all.message.matches("; ").count(), 2, "{}", all.message);
+        let all = Checks {
+            greedy_agrees: false,
+            worst: f64::NAN,
+            ..tokens
+        };
+        says(all, &["tokens differ", "relative L2", "argmax"], &[]);
     }
 
     fn trace_of(tokens: &[u32], rows: &[&[f32]]) -> Trace {
