@@ -48,8 +48,9 @@ pub fn candidate_specs(key: &ShapeKey) -> Option<Vec<KernelSpec>> {
 }
 
 /// The sources hash of `key` in `jit`'s template set: the first 16 hex digits of blake3 over
-/// the candidates' rendered sources without their blank lines, each length-prefixed. `None` where the key has no
-/// candidates here or one of them does not render (then no recorded hash can match).
+/// the candidates' rendered sources without their blank lines, each length-prefixed. `None`
+/// where the key has no candidates here or one of them does not render (then no recorded
+/// hash can match).
 pub fn sources_hash(jit: &Jit, key: &ShapeKey) -> Option<String> {
     let specs = candidate_specs(key)?;
     let mut h = blake3::Hasher::new();
