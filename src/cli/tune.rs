@@ -21,7 +21,7 @@ use crate::tune::measure::{self, ExactJob, KeyResult, TuneOptions, BATCH};
 use crate::tune::measure_a16::{self, A16Job};
 use crate::tune::measure_attn::{self, AttnJob};
 use crate::tune::measure_gdn::{self, GdnJob};
-use crate::tune::profile::{describe, ProfileError};
+use crate::tune::profile::{describe, short_hash, ProfileError};
 use crate::tune::routes::{default_profile_path, resolve, search_dirs, ProfileRequest};
 use crate::tune::{a16, attn, exact, gdn, shapes, Fingerprint, Profile};
 
@@ -1189,13 +1189,8 @@ fn stamp_cmd(args: &StampArgs) -> Result<(), CliError> {
              for kernel sources that were not timed (stamp it with the build that made it, or \
              re-run `ninfer tune`)",
             path.display(),
-            profile
-                .device
-                .template_set_hash
-                .chars()
-                .take(12)
-                .collect::<String>(),
-            here.chars().take(12).collect::<String>()
+            short_hash(&profile.device.template_set_hash),
+            short_hash(&here)
         )));
     }
     let stamped = profile.stamp(&crate::tune::sources::stamp_for);

@@ -295,11 +295,7 @@ impl Profile {
             }
             _ => merged.routes.sort_by(|a, b| a.key.cmp(&b.key)),
         }
-        let text = toml::to_string(&merged).map_err(|e| ProfileError::Toml {
-            path: path.into(),
-            message: e.to_string(),
-        })?;
-        write_atomic(path, |f| f.write_all(text.as_bytes()))
+        merged.save(path)
     }
 }
 
@@ -449,7 +445,8 @@ pub fn select_in(
     (ProfileChoice::Heuristics { notice }, None)
 }
 
-fn short_hash(h: &str) -> String {
+/// The first 12 hex digits of a template-set hash, as notices print it.
+pub fn short_hash(h: &str) -> String {
     h.chars().take(12).collect()
 }
 
