@@ -481,6 +481,52 @@ fn select_carries_over_the_routes_whose_sources_are_unchanged() {
     }
 }
 
+/// Re-timing one family after a template edit: the earlier profile's routes of this device
+/// whose sources are unchanged stay beside the new ones; the stale ones and any route the
+/// new run re-timed are not taken from it. Another device's profile is still replaced.
+#[test]
+fn save_merged_carrying_keeps_the_unchanged_routes_of_other_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nvidia-h200.toml");
+    let mut old = profile(
+        &h200("ab12ab12ab12ab12"),
+        &[(K1, "gemm_a"), (K2, "gemm_b"), (K3, "gemm_c")],
+    );
+    let then = |r: &Route| Some(format!("s-{}", r.entry));
+    assert_eq!(old.stamp(&then), 3);
+    old.save_merged(&path).unwrap();
+    // K2's candidates now render otherwise; K3 is re-timed by the new run.
+    let now = |key: &str| match key {
+        K1 => Some("s-gemm_a".to_string()),
+        K3 => Some("s-gemm_c".to_string()),
+        _ => Some("edited".to_string()),
+    };
+    let fresh = profile(&h200("cd34cd34cd34cd34"), &[(K3, "gemm_c2")]);
+    assert_eq!(fresh.save_merged_carrying(&path, &now).unwrap(), 1);
+    let back = Profile::load(&path).unwrap();
+    assert_eq!(back.device.id, h200("cd34cd34cd34cd34").id());
+    let got: Vec<(&str, &str)> = back
+        .routes
+        .iter()
+        .map(|r| (r.key.as_str(), r.entry.as_str()))
+        .collect();
+    assert_eq!(got, [(K3, "gemm_c2"), (K1, "gemm_a")]);
+    assert_eq!(back.routes[1].sources.as_deref(), Some("s-gemm_a"));
+
+    // The plain merge carries nothing from another template set.
+    old.save_merged(&path).unwrap();
+    fresh.save_merged(&path).unwrap();
+    assert_eq!(Profile::load(&path).unwrap().routes.len(), 1);
+
+    // Nor does carrying from another device, whatever the sources say.
+    old.save_merged(&path).unwrap();
+    let mut other = h200("cd34cd34cd34cd34");
+    other.sm_count = 114;
+    let fresh = profile(&other, &[(K3, "gemm_c2")]);
+    assert_eq!(fresh.save_merged_carrying(&path, &now).unwrap(), 0);
+    assert_eq!(Profile::load(&path).unwrap().routes.len(), 1);
+}
+
 /// An unstamped profile of another template set says it has nothing to carry over.
 #[test]
 fn an_unstamped_profile_of_other_templates_is_ignored() {

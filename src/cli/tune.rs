@@ -21,8 +21,9 @@ use crate::tune::measure::{self, ExactJob, KeyResult, TuneOptions, BATCH};
 use crate::tune::measure_a16::{self, A16Job};
 use crate::tune::measure_attn::{self, AttnJob};
 use crate::tune::measure_gdn::{self, GdnJob};
-use crate::tune::profile::{describe, short_hash, ProfileError};
+use crate::tune::profile::{describe, differences, short_hash, ProfileError};
 use crate::tune::routes::{default_profile_path, resolve, search_dirs, ProfileRequest};
+use crate::tune::sources::current_sources;
 use crate::tune::{a16, attn, exact, gdn, shapes, Fingerprint, Profile};
 
 const TUNE_HELP: &str = "\
@@ -708,6 +709,11 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     };
     refuse_pinned(&out)?;
     match Profile::load(&out) {
+        Ok(p) if differences(&p.device.fingerprint(), &fp) == ["template set"] => eprintln!(
+            "note: {} holds a profile of this device made with another template set; \
+             the routes this run does not re-time are kept where their kernel sources are unchanged",
+            out.display(),
+        ),
         Ok(p) if p.device.id != fp.id() => eprintln!(
             "note: {} holds a profile for {}; it will be replaced",
             out.display(),
@@ -780,9 +786,14 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     for r in &results {
         profile.set_route(r.route());
     }
-    profile
-        .save_merged(&out)
+    let carried = profile
+        .save_merged_carrying(&out, &current_sources)
         .map_err(|e| CliError::failed(e.to_string()))?;
+    if carried > 0 {
+        eprintln!(
+            "kept {carried} routes of the earlier profile made with another template set (their kernel sources are unchanged)"
+        );
+    }
     if let Some(path) = &args.json {
         write_json_lines(path, &results)?;
     }

@@ -279,23 +279,50 @@ impl Profile {
 
     /// Writes this profile to `path`. Where a profile for the same fingerprint id is already
     /// there, its routes are kept except those this one replaces; anything else there (another
-    /// device, an unreadable file) is replaced. A pinned profile there is never overwritten.
-    /// The write goes to a temporary file in the same folder, renamed over `path`.
+    /// device, another template set, an unreadable file) is replaced. A pinned profile there
+    /// is never overwritten. The write goes to a temporary file in the same folder, renamed
+    /// over `path`.
     pub fn save_merged(&self, path: &Path) -> Result<(), ProfileError> {
+        self.save_merged_carrying(path, &|_| None).map(|_| ())
+    }
+
+    /// [`save_merged`](Self::save_merged), and where the profile there is of this device
+    /// with another template set, its routes whose recorded sources `sources` still gives
+    /// ([`carry_over`](Self::carry_over)) are kept too: re-timing one family after a
+    /// template edit does not lose the other families' routes. Returns how many old routes
+    /// were carried over this way.
+    pub fn save_merged_carrying(
+        &self,
+        path: &Path,
+        sources: SourcesOf,
+    ) -> Result<usize, ProfileError> {
         let mut merged = self.clone();
-        match Profile::load(path) {
+        let mut carried = 0;
+        let old_routes = match Profile::load(path) {
             Ok(old) if old.pinned => return Err(ProfileError::Pinned { path: path.into() }),
-            Ok(old) if old.device.id == self.device.id => {
-                let mut by_key: BTreeMap<String, Route> =
-                    old.routes.into_iter().map(|r| (r.key.clone(), r)).collect();
-                for r in &self.routes {
-                    by_key.insert(r.key.clone(), r.clone());
-                }
-                merged.routes = by_key.into_values().collect();
+            Ok(old) if old.device.id == self.device.id => old.routes,
+            Ok(mut old)
+                if differences(&old.device.fingerprint(), &self.device.fingerprint())
+                    == ["template set"] =>
+            {
+                old.carry_over(sources);
+                carried = old
+                    .routes
+                    .iter()
+                    .filter(|r| self.routes.iter().all(|n| n.key != r.key))
+                    .count();
+                old.routes
             }
-            _ => merged.routes.sort_by(|a, b| a.key.cmp(&b.key)),
+            _ => Vec::new(),
+        };
+        let mut by_key: BTreeMap<String, Route> =
+            old_routes.into_iter().map(|r| (r.key.clone(), r)).collect();
+        for r in &self.routes {
+            by_key.insert(r.key.clone(), r.clone());
         }
-        merged.save(path)
+        merged.routes = by_key.into_values().collect();
+        merged.save(path)?;
+        Ok(carried)
     }
 }
 
