@@ -1116,10 +1116,6 @@ impl CudaBackend {
         };
         if t >= GDN_CHUNKED_MIN_T && gdn::prefill_supports(&d) {
             // Long blocks: the chunked (WY) prefill instead of T sequential steps.
-            let mut ws = ok(
-                "gdn prefill workspace",
-                gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty()),
-            );
             // Chunk products on f16 operands (10-bit: relative error ~6e-4, bench/gdn run
             // 16) where the mode already trades exactness for speed; 3xTF32 (f32-accurate)
             // otherwise.
@@ -1129,6 +1125,10 @@ impl CudaBackend {
                 true => gdn::PrefillStages::FAST,
                 false => gdn::PrefillStages::ALL,
             };
+            let mut ws = ok(
+                "gdn prefill workspace",
+                gdn::PrefillWorkspace::new(&self.gpu, &d, 1, t, st.s.ty(), &[stages]),
+            );
             ok(
                 "gdn prefill",
                 gdn::launch_prefill_stages(&self.gpu, &w.0, st, x, &mut ws, self.ptr(&o), stages),

@@ -4,7 +4,10 @@
   (gdn/chunk.cu documents the algebra), but W, Q, K and P arrive as f16, as the f16 `wu`
   stage (gdn/chunk_wu_f16.cu) writes them; U and G as f32. f16 keeps 10 mantissa bits, as
   TF32 does, so the error is of the plain TF32 route's order. Params: dvt (64 or 32),
-  warps (8 or 16; dvt / (warps / 4) a multiple of 16).
+  warps (8 or 16; dvt / (warps / 4) a multiple of 16), bufs (2: every input of chunk c + 1
+  prefetched at the top of chunk c into the other buffer; 1: one buffer, K and P of chunk
+  c issued after its first barrier and W, Q, U and G of chunk c + 1 after its second, so
+  that two 32-column blocks fit an SM), min_blocks (the launch bound's blocks an SM).
 
   Per block (head h, columns j0..j0+dvt of S) and chunk of 64 tokens:
     V' = U - W S, QS = Q S          (M = 64 tokens, N = dvt, K = dk)
@@ -46,9 +49,10 @@
 #define NTW (WN / 8)      // n-tiles (8 columns) a warp takes in the token-row products
 #define NT8 (SN / 8)      // n-tiles a warp takes in the state update
 #define BUF (3 * CH * LDH + CH * LDPH)   // f16 elements of one chunk's W, Q, K and P
+#define NBUF {{ bufs }}
 static_assert(WN % 16 == 0 && SN % 16 == 0, "n-tiles go in pairs (one ldmatrix.x4 feeds two)");
 
-extern "C" __global__ void __launch_bounds__(NT, 1)
+extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
 {{ kernel_name }}(const f16_t* __restrict__ q_in,
                   const f16_t* __restrict__ k_in,
                   const f16_t* __restrict__ w_in,
@@ -60,13 +64,13 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
                   int T, int hk, int hv, int dk, int dv)
 {
     extern __shared__ float4 smem4[];
-    // ops + BUF * parity: W [CH][LDH], Q [CH][LDH], K [CH][LDH], P [CH][LDPH].
+    // ops + BUF * buffer: W [CH][LDH], Q [CH][LDH], K [CH][LDH], P [CH][LDPH].
     f16_t* ops = reinterpret_cast<f16_t*>(smem4);
-    f16_t* Sh = ops + 2 * BUF;                             // [DKMAX][LDV]: f16 copy of S
+    f16_t* Sh = ops + NBUF * BUF;                          // [DKMAX][LDV]: f16 copy of S
     f16_t* Vh = Sh + DKMAX * LDV;                          // [CH][LDV]: V'
     f16_t* Vdh = Vh + CH * LDV;                            // [CH][LDV]: diag(dec) V'
-    float* u2 = reinterpret_cast<float*>(Vdh + CH * LDV);  // [2][CH][LDU]: U's tile, by parity
-    float* gs2 = u2 + 2 * CH * LDU;                        // [2][CH]: G, by parity
+    float* u2 = reinterpret_cast<float*>(Vdh + CH * LDV);  // [NBUF][CH][LDU]: U's tile
+    float* gs2 = u2 + NBUF * CH * LDU;                     // [NBUF][CH]: G
     const int seq = blockIdx.z, h = blockIdx.y;
     const int kh = h / (hv / hk);
     const int j0 = blockIdx.x * DVT;
@@ -122,7 +126,8 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
     constexpr int PERU = (CH * UU) / NT;
     static_assert(PER * NT == CH * UR && PERP * NT == CH * UP && PERU * NT == CH * UU,
                   "whole copy rounds");
-    auto fetch = [&](int t0, int buf) {
+    // fetch_wqug: W, Q, U's tile and G; fetch_kp: K and P; each its own commit group.
+    auto fetch_wqug = [&](int t0, int buf) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
         f16_t* Wb = ops + buf * BUF;
@@ -142,13 +147,6 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
             const long long tok = tok0 + t;
             cp16(Wb + t * LDH + iw, in ? w_in + tok * wrow + (long long)h * dk + iw : w_in, in);
             cp16(Qb + t * LDH + iw, in ? q_in + tok * qrow + (long long)kh * dk + iw : q_in, in);
-            cp16(Kb + t * LDH + iw, in ? k_in + tok * qrow + (long long)kh * dk + iw : k_in, in);
-        }
-#pragma unroll
-        for (int it = 0; it < PERP; ++it) {
-            const int t = tp + it * (NT / UP);
-            const bool in = t < tc;
-            cp16(Pb + t * LDPH + sp, in ? p_in + (tok0 + t) * prow + (long long)h * CH + sp : p_in, in);
         }
 #pragma unroll
         for (int it = 0; it < PERU; ++it) {
@@ -162,12 +160,51 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    if (vec) fetch(0, 0);
+    auto fetch_kp = [&](int t0, int buf) {
+        const int tc = min(CH, T - t0);
+        const long long tok0 = (long long)seq * T + t0;
+        f16_t* Kb = ops + buf * BUF + 2 * CH * LDH;
+        f16_t* Pb = Kb + CH * LDH;
+        const int tw = tid / UR, iw = (tid % UR) * 8, tp = tid / UP, sp = (tid % UP) * 8;
+#pragma unroll
+        for (int it = 0; it < PER; ++it) {
+            const int t = tw + it * (NT / UR);
+            const bool in = t < tc && iw < dk;
+            cp16(Kb + t * LDH + iw, in ? k_in + (tok0 + t) * qrow + (long long)kh * dk + iw : k_in, in);
+        }
+#pragma unroll
+        for (int it = 0; it < PERP; ++it) {
+            const int t = tp + it * (NT / UP);
+            const bool in = t < tc;
+            cp16(Pb + t * LDPH + sp, in ? p_in + (tok0 + t) * prow + (long long)h * CH + sp : p_in, in);
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    // K and P element by element (the path for other dims).
+    auto load_kp = [&](int t0, int buf) {
+        const int tc = min(CH, T - t0);
+        const long long tok0 = (long long)seq * T + t0;
+        f16_t* Kb = ops + buf * BUF + 2 * CH * LDH;
+        f16_t* Pb = Kb + CH * LDH;
+        for (int e = tid; e < CH * DKMAX; e += NT) {
+            const int t = e / DKMAX, i = e % DKMAX;
+            const bool in = t < tc && i < dk;
+            Kb[t * LDH + i] = in ? k_in[((tok0 + t) * hk + kh) * dk + i] : (f16_t)0;
+        }
+        for (int e = tid; e < CH * CH; e += NT) {
+            const int t = e / CH, s = e % CH;
+            Pb[t * LDPH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : (f16_t)0;
+        }
+    };
+    if (vec) {
+        fetch_wqug(0, 0);
+        if (NBUF == 2) fetch_kp(0, 0);
+    }
 
     for (int t0 = 0; t0 < T; t0 += CH) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
-        const int buf = (t0 / CH) & 1;
+        const int buf = NBUF == 2 ? (t0 / CH) & 1 : 0;
         const f16_t* Wh = ops + buf * BUF;
         const f16_t* Qh = Wh + CH * LDH;
         const f16_t* Kh = Qh + CH * LDH;
@@ -188,25 +225,27 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
             if (tid < CH) gs[tid] = tid < tc ? gc_in[(tok0 + tid) * hv + h] : 0.0f;
             f16_t* Wb = ops + buf * BUF;
             f16_t* Qb = Wb + CH * LDH;
-            f16_t* Kb = Qb + CH * LDH;
-            f16_t* Pb = Kb + CH * LDH;
             for (int e = tid; e < CH * DKMAX; e += NT) {
                 const int t = e / DKMAX, i = e % DKMAX;
                 const bool in = t < tc && i < dk;
                 const long long tok = tok0 + t;
                 Wb[t * LDH + i] = in ? w_in[(tok * hv + h) * dk + i] : (f16_t)0;
                 Qb[t * LDH + i] = in ? q_in[(tok * hk + kh) * dk + i] : (f16_t)0;
-                Kb[t * LDH + i] = in ? k_in[(tok * hk + kh) * dk + i] : (f16_t)0;
             }
-            for (int e = tid; e < CH * CH; e += NT) {
-                const int t = e / CH, s = e % CH;
-                Pb[t * LDPH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : (f16_t)0;
-            }
+            if (NBUF == 2) load_kp(t0, buf);
         }
         // This chunk's operands and gates are in place, and every warp is done with the
-        // last chunk: the other buffer is free for the next one.
+        // last chunk: with two buffers the other one is free for the next chunk; with one,
+        // K and P (read by the last chunk's update) are free for this chunk's.
         __syncthreads();
-        if (vec && t0 + CH < T) fetch(t0 + CH, buf ^ 1);
+        if (vec && NBUF == 2 && t0 + CH < T) {
+            fetch_wqug(t0 + CH, buf ^ 1);
+            fetch_kp(t0 + CH, buf ^ 1);
+        }
+        if (NBUF == 1) {
+            if (vec) fetch_kp(t0, 0);
+            else load_kp(t0, 0);
+        }
 
         // W S and Q S (columns past dk are zero in W and Q).
         float cw[NTW][4], cq[NTW][4];
@@ -254,7 +293,12 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
                 cq[x][3] *= eg1;
             }
         }
-        __syncthreads();   // V' is whole; every warp is done reading S's copy
+        const float el = expf(gs[tc - 1]);   // G is not read past the barrier below
+        if (NBUF == 1 && vec) asm volatile("cp.async.wait_all;\n" ::: "memory");   // K, P
+        // V' is whole; every warp is done reading S's copy (and, with one buffer, W, Q, U
+        // and G, whose next chunk's copies go out now; K and P have landed).
+        __syncthreads();
+        if (NBUF == 1 && vec && t0 + CH < T) fetch_wqug(t0 + CH, 0);
 
         // o = e^G QS + P V' (P is zero above the diagonal: k-steps up to the tile's end).
 #pragma unroll
@@ -293,7 +337,6 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
         // S <- e^(G_last) S + Kd^T V' = e^(G_last) S + K^T diag(dec) V' (rows of V' past
         // tc are zero), then S's f16 copy for the next chunk.
         {
-            const float el = expf(gs[tc - 1]);
 #pragma unroll
             for (int x = 0; x < NT8; ++x)
 #pragma unroll

@@ -1,18 +1,18 @@
 {#
   GDN chunked prefill's `wu` stage with f16 tensor-core operands (mma.sync m16n8k16 fed by
   ldmatrix, f32 accumulation). Same inputs and layouts as the `wu` stage of gdn/chunk_tc.cu
-  (gdn/chunk.cu documents the algebra), but q and k arrive as f16, as the prologue
-  (gdn/prep_warp.cu with qk_f16) writes them for the f16 stages; f16 keeps 10 mantissa
+  (gdn/chunk.cu documents the algebra), but q, k and v arrive as f16, as the prologue
+  (gdn/prep_warp.cu with f16_out) writes them for the f16 stages; f16 keeps 10 mantissa
   bits, as TF32 does, so the error is of the plain TF32 route's order. No params.
   Outputs for the f16 scan (gdn/chunk_f16.cu), which takes its mma operands as f16: W and
   P as f16; U and G as f32 (U seeds f32 accumulators). Each value is rounded once, where it
   is made.
 
   Per block (chunk of 64 tokens, head h), 8 warps:
-  1. K and Q rows by cp.async straight into their padded f16 rows; V by cp.async into
-     f32 staging (over where A and T go later).
-  2. K K^T (warps 0-3) and Q K^T (warps 4-7), causal n-tiles only; V to f16 over Q; A
-     (f32, shared) and P (straight to global) scaled as in chunk.cu.
+  1. K and Q rows by cp.async straight into their padded f16 rows.
+  2. K K^T (warps 0-3) and Q K^T (warps 4-7), causal n-tiles only; then V's rows by
+     cp.async over Q's (waited for before step 4); A (f32, shared) and P (straight to
+     global) scaled as in chunk.cu.
   3. T = (I + A)^-1 in f32 by right-looking substitution (as chunk_wu_tc.cuh). The right-hand
      sides' row scalings move onto T's columns: T1 = T diag(beta e^G), T2 = T diag(beta),
      both stored as f16. So W = T1 K reads K's f16 copy from step 1, and V needs no scaling.
@@ -31,12 +31,13 @@
 #define DMAX 128
 #define LDH (DMAX + 8)   // K, Q, V f16 rows: 272 bytes (17 16-byte units: ldmatrix conflict free)
 #define LDT (CH + 4)     // A f32 rows
+{% include "gdn/chunk_wu.cuh" %}
 #define LDTH (CH + 8)    // T1, T2 f16 rows: 144 bytes (9 units)
 
 extern "C" __global__ void __launch_bounds__(NT, 3)
 {{ kernel_name }}(const f16_t* __restrict__ q_in,
                   const f16_t* __restrict__ k_in,
-                  const float* __restrict__ v_in,
+                  const f16_t* __restrict__ v_in,
                   const float* __restrict__ g_in,
                   const float* __restrict__ beta_in,
                   f16_t* __restrict__ w_out,
@@ -46,11 +47,9 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
                   int T, int hk, int hv, int dk, int dv)
 {
     extern __shared__ float4 smem4[];
-    // V's f32 staging lies over A, T1 and T2, which are written only after V is converted.
     float* As = reinterpret_cast<float*>(smem4);            // [CH][LDT]
     f16_t* T1h = reinterpret_cast<f16_t*>(As + CH * LDT);   // [CH][LDTH]
     f16_t* T2h = T1h + CH * LDTH;                           // [CH][LDTH]
-    float* Vf = As;                                         // [CH][DMAX] f32 staging
     float* gcs = reinterpret_cast<float*>(T2h + CH * LDTH); // [CH]: G
     float* bts = gcs + CH;                                  // [CH]: beta
     f16_t* Kh = reinterpret_cast<f16_t*>(bts + CH);         // [CH][LDH]
@@ -71,11 +70,9 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
     // B stored [k][n] (.trans, two n-tiles): k row (l % 8) + 8 ((l / 8) % 2), column 8 (l / 16).
     const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = (lane >> 4) * 8;
 
-    // 1. K and Q by cp.async into their f16 rows, then V's copies into its f32 staging (16
-    // bytes each, zero-filled past tc and past dk or dv), as two groups: K and Q are waited
-    // for before the Gram products, V after them.
-    const bool vec_k = (dk & 7) == 0, vec_v = (dv & 3) == 0;
-    constexpr int PER = (CH * DMAX / 4) / NT;
+    // 1. K and Q by cp.async into their f16 rows (16 bytes each, zero-filled past tc and
+    // past dk), waited for before the Gram products.
+    const bool vec_k = (dk & 7) == 0, vec_v = (dv & 7) == 0;
     constexpr int PERK = (CH * DMAX / 8) / NT;
     if (vec_k) {
 #pragma unroll
@@ -97,37 +94,14 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
         }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    if (vec_v) {
-#pragma unroll
-        for (int it = 0; it < PER; ++it) {
-            const int e = tid + it * NT;
-            const int t = e / (DMAX / 4), c = (e % (DMAX / 4)) * 4;
-            const bool in = t < tc && c < dv;
-            cp16(Vf + t * DMAX + c, in ? v_in + ((tok0 + t) * hv + h) * dv + c : v_in, in);
-        }
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
     if (tid < CH) {
         gcs[tid] = tid < tc ? g_in[(tok0 + tid) * hv + h] : 0.0f;
         bts[tid] = tid < tc ? beta_in[(tok0 + tid) * hv + h] : 0.0f;
     }
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");   // this thread's K and Q
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");   // this thread's K and Q
     __syncthreads();
-    // G = the gates' inclusive prefix sum (zero past tc: G stays at its last value), by
-    // warp 0 with shuffles (two gates per lane); the other warps start the Gram products.
-    if (warp == 0) {
-        const float x0 = gcs[2 * lane], x1 = gcs[2 * lane + 1];
-        float incl = x0 + x1;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const float y = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += y;
-        }
-        float excl = __shfl_up_sync(0xffffffffu, incl, 1);
-        if (lane == 0) excl = 0.0f;
-        gcs[2 * lane] = excl + x0;
-        gcs[2 * lane + 1] = (excl + x0) + x1;
-    }
+    // G by warp 0; the other warps start the Gram products.
+    if (warp == 0) chunk_gate_prefix(gcs, lane);
 
     // 2. K K^T (warps 0-3) and Q K^T (warps 4-7): warp -> token rows r0..r0+15, key
     // columns up to the diagonal block (columns past dk are zero in K and Q).
@@ -155,70 +129,39 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
             }
         }
         __syncthreads();   // G is ready; Q is no longer read
-        // V to f16 over Q's copy; each thread converts the copies it issued (Q's readers
-        // are past the barrier above). A barrier then frees V's staging for A.
+        // V's rows over Q's (zero-filled past tc and past dv), read in step 4: its copies
+        // fly through the A and P scaling and the inverse.
         if (vec_v) {
-            asm volatile("cp.async.wait_all;\n" ::: "memory");
 #pragma unroll
-            for (int it = 0; it < PER; ++it) {
+            for (int it = 0; it < PERK; ++it) {
                 const int e = tid + it * NT;
-                const int t = e / (DMAX / 4), c = (e % (DMAX / 4)) * 4;
-                f32x4_to_f16(Vh + t * LDH + c, Vf + t * DMAX + c);
+                const int t = e / (DMAX / 8), c = (e % (DMAX / 8)) * 8;
+                const bool in = t < tc && c < dv;
+                cp16(Vh + t * LDH + c, in ? v_in + ((tok0 + t) * hv + h) * dv + c : v_in, in);
             }
+            asm volatile("cp.async.commit_group;\n" ::: "memory");
         } else {
             for (int e = tid; e < CH * DMAX; e += NT) {
                 const int t = e / DMAX, c = e % DMAX;
                 const bool in = t < tc && c < dv;
-                Vh[t * LDH + c] = f32_to_f16(in ? v_in[((tok0 + t) * hv + h) * dv + c] : 0.0f);
+                Vh[t * LDH + c] = in ? v_in[((tok0 + t) * hv + h) * dv + c] : (f16_t)0;
             }
         }
-        __syncthreads();   // V is converted; its staging is free for A, T1, T2
         if (tid < tc) gc_out[(tok0 + tid) * hv + h] = gcs[tid];
-        // A[t][s] = beta_t (k_t.k_s) e^(G_t - G_s) (s < t), P[t][s] = (q_t.k_s) e^(G_t - G_s)
-        // (s <= t), zero elsewhere and past tc; P goes out whole (the scan reads it all).
-#pragma unroll
-        for (int x = 0; x < 8; ++x) {
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-                const int t = r0 + g + 8 * hh;
-                const int s = 8 * x + 2 * t4;
-                float v[2];
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int ss = s + e;
-                    const bool lower = warp < 4 ? ss < t : ss <= t;
-                    const float decay = (lower && t < tc) ? __expf(gcs[t] - gcs[ss]) : 0.0f;
-                    v[e] = x < ntc ? acc[x][2 * hh + e] * decay : 0.0f;
-                }
-                if (warp < 4) {
-                    As[t * LDT + s] = bts[t] * v[0];
-                    As[t * LDT + s + 1] = bts[t] * v[1];
-                } else if (t < tc) {
-                    *reinterpret_cast<u32*>(p_out + ((tok0 + t) * hv + h) * CH + s) = f16x2(v[0], v[1]);
-                }
-            }
-        }
+        // A into As, P as f16 (whole rows: the scan reads them all).
+        chunk_scale_gram<true>(acc, warp, r0, ntc, tc, gcs, bts, As,
+                               [&](int t, int s, float p0, float p1) {
+            *reinterpret_cast<u32*>(p_out + ((tok0 + t) * hv + h) * CH + s) = f16x2(p0, p1);
+        });
     }
     __syncthreads();   // A is whole
 
-    // 3. T = (I + A)^-1 (unit lower triangular) by right-looking substitution: column j by
-    // the four threads 4j..4j+3, thread p holding rows p + 4m in registers; at step s the
-    // owner of row s broadcasts the finished T[s][j] and every thread updates its rows
-    // below s. Stored as T1 = T diag(beta e^G) and T2 = T diag(beta) (zero past tc).
+    // 3. T = (I + A)^-1, column j by the four threads 4j..4j+3, stored as
+    // T1 = T diag(beta e^G) and T2 = T diag(beta) (zero past tc).
     {
         const int j = tid >> 2, p = tid & 3;
         float x[16];
-#pragma unroll
-        for (int m = 0; m < 16; ++m) x[m] = p + 4 * m == j ? 1.0f : 0.0f;
-#pragma unroll
-        for (int s = 0; s < CH - 1; ++s) {
-            const float xs = __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | (s & 3));
-#pragma unroll
-            for (int m = s >> 2; m < 16; ++m) {
-                const int t = p + 4 * m;
-                if (t > s) x[m] = fmaf(-As[t * LDT + s], xs, x[m]);
-            }
-        }
+        chunk_inverse_column(As, j, p, lane, x);
         const float f2 = bts[j], f1 = f2 * __expf(gcs[j]);
 #pragma unroll
         for (int m = 0; m < 16; ++m) {
@@ -226,6 +169,7 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
             T2h[(p + 4 * m) * LDTH + j] = f32_to_f16(x[m] * f2);
         }
     }
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");   // this thread's V rows
     __syncthreads();
 
     // 4. W = T1 K (warps 0-3, stored as f16), U = T2 V (warps 4-7, f32).

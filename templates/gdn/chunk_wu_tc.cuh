@@ -4,6 +4,7 @@
 #define NB 256            // columns of [W | U] per pass
 #define LDB (NB + 8)      // the right-hand sides diag(beta) [K e^G | V]: B operand
 #define KQ_FLOATS (2 * CH * LDQ > CH * LDB ? 2 * CH * LDQ : CH * LDB)
+{% include "gdn/chunk_wu.cuh" %}
 // Dynamic shared memory: 4 * (KQ_FLOATS + 2 * CH * LDT + 2 * CH) bytes.
 extern "C" __global__ void __launch_bounds__(NT, 2)
 {{ kernel_name }}(const float* __restrict__ q_in,
@@ -66,21 +67,8 @@ extern "C" __global__ void __launch_bounds__(NT, 2)
         }
     }
     __syncthreads();
-    // G = the gates' inclusive prefix sum (zero past tc: G stays at its last value), by
-    // warp 0 with shuffles (two gates per lane); the other warps start the Gram products.
-    if (warp == 0) {
-        const float x0 = gcs[2 * lane], x1 = gcs[2 * lane + 1];
-        float incl = x0 + x1;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const float y = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += y;
-        }
-        float excl = __shfl_up_sync(0xffffffffu, incl, 1);
-        if (lane == 0) excl = 0.0f;
-        gcs[2 * lane] = excl + x0;
-        gcs[2 * lane + 1] = (excl + x0) + x1;
-    }
+    // G by warp 0; the other warps start the Gram products.
+    if (warp == 0) chunk_gate_prefix(gcs, lane);
     // K K^T (warps 0-3) and Q K^T (warps 4-7): warp -> token rows r0..r0+15, key columns
     // s up to the diagonal block (causal n-tiles only).
     const int r0 = (warp & 3) * 16;
@@ -114,33 +102,14 @@ extern "C" __global__ void __launch_bounds__(NT, 2)
     }
     __syncthreads();   // G is ready; K and Q are no longer read
     if (tid < tc) gc_out[(tok0 + tid) * hv + h] = gcs[tid];
-    // A[t][s] = beta_t (k_t.k_s) e^(G_t - G_s) (s < t), P[t][s] = (q_t.k_s) e^(G_t - G_s)
-    // (s <= t), zero elsewhere and past tc; P goes out whole (the f32 scan reads it all).
-#pragma unroll
-    for (int x = 0; x < 8; ++x) {
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-            const int t = r0 + g + 8 * hh;
-            const int s = 8 * x + 2 * t4;
-            float v[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int ss = s + e;
-                const bool lower = warp < 4 ? ss < t : ss <= t;
-                const float decay = (lower && t < tc) ? expf(gcs[t] - gcs[ss]) : 0.0f;
-                v[e] = x < ntc ? acc[x][2 * hh + e] * decay : 0.0f;
-            }
-            if (warp < 4) {
-                As[t * LDT + s] = bts[t] * v[0];
-                As[t * LDT + s + 1] = bts[t] * v[1];
-            } else if (t < tc) {
-                float2 p2;
-                p2.x = v[0];
-                p2.y = v[1];
-                *reinterpret_cast<float2*>(p_out + ((tok0 + t) * hv + h) * CH + s) = p2;
-            }
-        }
-    }
+    // A into As, P as f32 (whole rows: the f32 scan reads them all).
+    chunk_scale_gram<false>(acc, warp, r0, ntc, tc, gcs, bts, As,
+                            [&](int t, int s, float p0, float p1) {
+        float2 p2;
+        p2.x = p0;
+        p2.y = p1;
+        *reinterpret_cast<float2*>(p_out + ((tok0 + t) * hv + h) * CH + s) = p2;
+    });
     __syncthreads();
     // The right-hand sides (one pass of NB columns, 16-byte cp.async copies straight into
     // Bs, over the dead K and Q, zero-filled past tc and dk + dv) are issued here, so that
@@ -162,24 +131,11 @@ extern "C" __global__ void __launch_bounds__(NT, 2)
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
-    // T = (I + A)^-1 (unit lower triangular) by right-looking substitution: column j by the
-    // four threads 4j..4j+3, thread p holding rows p + 4m in registers; at step s the owner
-    // of row s broadcasts the finished T[s][j] and every thread updates its rows below s
-    // (independent FMAs: the chain is one shuffle and one FMA per step).
+    // T = (I + A)^-1, column j by the four threads 4j..4j+3.
     {
         const int j = tid >> 2, p = tid & 3;
         float x[16];
-#pragma unroll
-        for (int m = 0; m < 16; ++m) x[m] = p + 4 * m == j ? 1.0f : 0.0f;
-#pragma unroll
-        for (int s = 0; s < CH - 1; ++s) {
-            const float xs = __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | (s & 3));
-#pragma unroll
-            for (int m = s >> 2; m < 16; ++m) {
-                const int t = p + 4 * m;
-                if (t > s) x[m] = fmaf(-As[t * LDT + s], xs, x[m]);
-            }
-        }
+        chunk_inverse_column(As, j, p, lane, x);
 #pragma unroll
         for (int m = 0; m < 16; ++m) Ts[(p + 4 * m) * LDT + j] = x[m];
     }

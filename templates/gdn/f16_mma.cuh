@@ -49,13 +49,4 @@ __device__ __forceinline__ void cp4(void* dst, const void* src, bool in) {
                  :: "r"(to), "l"(src), "r"(in ? 4 : 0) : "memory");
 }
 
-// Four f32 of shared memory to four f16 (8 bytes) of shared memory.
-__device__ __forceinline__ void f32x4_to_f16(f16_t* dst, const float* src) {
-    const float4 v = *reinterpret_cast<const float4*>(src);
-    uint2 h;
-    h.x = f16x2(v.x, v.y);
-    h.y = f16x2(v.z, v.w);
-    *reinterpret_cast<uint2*>(dst) = h;
-}
-
 #endif  // NINFER_GDN_F16_MMA

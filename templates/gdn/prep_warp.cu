@@ -4,7 +4,7 @@
   gdn/prep.cu writes (the recurrence's prepared inputs for every token, f32):
     q, k [seqs][T][HK][dk]   v [seqs][T][HV][dv]   g, beta [seqs][T][HV]
   and the new conv state (the last kc-1 inputs of each sequence).
-  (q and k as f16 with qk_f16.)
+  (q, k and v as f16 with f16_out.)
   Channel groups (grid x, 2 HK + HV): x < HK the q channels of key head x, HK + i the k
   channels of key head i, 2 HK + h the v channels and the gates of value head h: each
   group is one contiguous run of `mixed` and of its output, normalised (q, k) on its own.
@@ -21,7 +21,7 @@
   Inputs as gdn/prep.cu takes them: token row r of mixed at mixed + r * in_ld, its gates
   at a_in / b_in + r * ab_ld.
   Params: warps (a block), tpw (tokens a warp, >= kc-1), kc, chmax (channels a lane: dk
-  and dv at most 32 chmax), qk_f16 (1: q and k are written as f16, rounded once here,
+  and dv at most 32 chmax), f16_out (1: q, k and v are written as f16, rounded once here,
   for the f16 chunk stages, which take them as their mma operands; 0: f32).
 
   Programmatic dependent launch (common/pdl.cuh): before NINFER_PDL_WAIT() a lane loads
@@ -36,13 +36,13 @@
 #define TPW {{ tpw }}
 #define CHMAX {{ chmax }}
 #define KW (KC > 1 ? KC - 1 : 1)
-#define QK_F16 {{ qk_f16 }}
-#if QK_F16
-typedef f16_t qk_t;
-__device__ __forceinline__ void store_qk(qk_t* p, long long i, float v) { p[i] = f32_to_f16(v); }
+#define F16_OUT {{ f16_out }}
+#if F16_OUT
+typedef f16_t out_t;
+__device__ __forceinline__ void store_out(out_t* p, long long i, float v) { p[i] = f32_to_f16(v); }
 #else
-typedef float qk_t;
-__device__ __forceinline__ void store_qk(qk_t* p, long long i, float v) { p[i] = v; }
+typedef float out_t;
+__device__ __forceinline__ void store_out(out_t* p, long long i, float v) { p[i] = v; }
 #endif
 #if TPW < KC - 1
 #error "gdn prep_warp: a warp's tokens must cover the conv window (tpw >= kc - 1)"
@@ -62,9 +62,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                   const float* __restrict__ a_log,
                   const float* __restrict__ dt_bias,
                   float* conv_state,
-                  qk_t* __restrict__ q_out,
-                  qk_t* __restrict__ k_out,
-                  float* __restrict__ v_out,
+                  out_t* __restrict__ q_out,
+                  out_t* __restrict__ k_out,
+                  out_t* __restrict__ v_out,
                   float* __restrict__ g_out,
                   float* __restrict__ beta_out,
                   int T, int hk, int hv, int dk, int dv,
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     const int head = x - kind * hk;
     const int n = kind == 2 ? dv : dk;
     const int ch0 = kind == 0 ? head * dk : (kind == 1 ? kd + head * dk : 2 * kd + head * dv);
-    qk_t* const qk_out = kind == 0 ? q_out : k_out;
+    out_t* const out = kind == 0 ? q_out : (kind == 1 ? k_out : v_out);
     const int heads = kind == 2 ? hv : hk;
     const int t0 = (blockIdx.z * WARPS + (threadIdx.x >> 5)) * TPW;
     const long long row0 = (long long)seq * T;  // this sequence's first token row
@@ -158,8 +158,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
             for (int m = 0; m < CHMAX; ++m) {
                 if (lane + 32 * m >= n) continue;
-                if (kind == 2) v_out[o + 32 * m] = y[m];
-                else store_qk(qk_out, o + 32 * m, y[m] * inv);
+                store_out(out, o + 32 * m, y[m] * inv);   // inv = 1 for v
             }
         }
     }

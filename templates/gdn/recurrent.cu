@@ -64,20 +64,7 @@ typedef {{ state }} state_t;
 {% include "gdn/common.cuh" %}
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32{% if minb > 0 %}, {{ minb }}{% endif %})
-{{ kernel_name }}(const float* __restrict__ mixed,
-                  const float* __restrict__ a_in,
-                  const float* __restrict__ b_in,
-                  const float* __restrict__ conv_w,
-                  const float* __restrict__ a_log,
-                  const float* __restrict__ dt_bias,
-                  float* conv_state,
-                  state_t* state,
-                  float* __restrict__ out,
-                  state_t* __restrict__ rec_state,
-                  float* __restrict__ rec_conv,
-                  const int* __restrict__ counts,
-                  unsigned int* counters,
-                  int T, int hk, int hv, int dk, int dv)
+{{ kernel_name }}{% include "gdn/step_params.cuh" %}
 {
     __shared__ float win[NCHMAX][KC > 1 ? KC - 1 : 1];
     __shared__ float cw[NCHMAX][KC];

@@ -185,7 +185,20 @@ pub fn time_prefill_stages(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut st = random_state(gpu, d, ty, 1, 5)?;
-    let mut ws = PrefillWorkspace::new(gpu, d, 1, t, ty)?;
+    // The whole route first, so that each stage timed alone reads what its route's stages
+    // write (q and k in the route's form), not an uninitialised workspace. A stage set
+    // without the scan names no scan width: the route's own then.
+    let whole = PrefillStages {
+        prep: true,
+        wu: true,
+        scan: true,
+        scan_dvt: match stages.scan {
+            true => stages.scan_dvt,
+            false => PrefillStages::route(stages.wu_math, stages.scan_math).scan_dvt,
+        },
+        ..stages
+    };
+    let mut ws = PrefillWorkspace::new(gpu, d, 1, t, ty, &[whole])?;
     let o: CudaSlice<f32> = gpu.alloc_zeros(t * d.value_dim())?;
     let op = dptr(gpu, &o);
     let raws: Vec<RawInputs> = inputs
@@ -197,7 +210,7 @@ pub fn time_prefill_stages(
             ..Default::default()
         })
         .collect();
-    launch_prefill(gpu, w, &mut st, raws[0], &mut ws, op)?;
+    launch_prefill_stages(gpu, w, &mut st, raws[0], &mut ws, op, whole)?;
     gpu.synchronize()?;
     let graph = Graph::capture(gpu, || {
         for raw in &raws {
@@ -321,6 +334,7 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             scan_dvt,
             wu_math: math,
             scan_math: math,
+            scan_bufs: 2,
         };
         let mut stages = vec![
             (
@@ -328,7 +342,7 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
                 one(true, false, false, 0, ChunkMath::F32),
             ),
             (
-                "prep_qkh".to_string(),
+                "prep_qkvh".to_string(),
                 one(true, false, false, 0, ChunkMath::F16),
             ),
             (
@@ -355,6 +369,8 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
         for dvt in CHUNK_F16_DVTS {
             let s = one(false, false, true, dvt, ChunkMath::F16);
             stages.push((format!("chunk_scan_f16_v{dvt}"), s));
+            let s = s.with_scan(dvt, 1);
+            stages.push((format!("chunk_scan_f16_v{dvt}_b1"), s));
         }
         for (name, stages) in stages {
             let us = time_prefill_stages(gpu, w, StateType::F32, t, stages)?;

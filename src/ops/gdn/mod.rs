@@ -26,7 +26,7 @@ pub mod reference;
 pub use bench::bench;
 pub use qualify::{check_step_route, qualify, qualify_decode, qualify_prefill};
 
-use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{sys, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 use serde::Serialize;
 
 use crate::gpu::{dptr, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
@@ -544,10 +544,10 @@ fn prep_decode_spec(kc: usize) -> KernelSpec {
     .param("chmax", 1)
 }
 
-/// The prefill's prologue; with `qk_f16` it writes q and k as f16 (for the f16 chunk
+/// The prefill's prologue; with `f16_out` it writes q, k and v as f16 (for the f16 chunk
 /// stages, which take them as mma operands).
-fn prep_spec(kc: usize, qk_f16: bool) -> KernelSpec {
-    let suffix = if qk_f16 { "_qkh" } else { "" };
+fn prep_spec(kc: usize, f16_out: bool) -> KernelSpec {
+    let suffix = if f16_out { "_qkvh" } else { "" };
     KernelSpec::new(
         "gdn_prep",
         "gdn/prep_warp.cu",
@@ -558,7 +558,7 @@ fn prep_spec(kc: usize, qk_f16: bool) -> KernelSpec {
     .param("tpw", PREP_TPW)
     .param("kc", kc)
     .param("chmax", PREP_LANE_CH)
-    .param("qk_f16", qk_f16 as u32)
+    .param("f16_out", f16_out as u32)
 }
 
 fn chunk_wu_spec() -> KernelSpec {
@@ -600,15 +600,24 @@ fn f16_scan_warps(dvt: usize) -> usize {
     }
 }
 
-fn chunk_f16_spec(dvt: usize) -> KernelSpec {
+/// The f16 scan of `dvt` columns with `bufs` (2: every input prefetched a chunk ahead
+/// into a second buffer; 1: one buffer, two 32-column blocks an SM).
+fn chunk_f16_spec(dvt: usize, bufs: usize) -> KernelSpec {
     let warps = f16_scan_warps(dvt);
+    let (suffix, min_blocks) = match (bufs, dvt) {
+        (2, _) => ("", 1),
+        (_, 32) => ("_b1", 2),
+        _ => ("_b1", 1),
+    };
     KernelSpec::new(
         "gdn_chunk_f16",
         "gdn/chunk_f16.cu",
-        format!("gdn_chunk_scan_f16_d{CHUNK_DKMAX}_v{dvt}_w{warps}"),
+        format!("gdn_chunk_scan_f16_d{CHUNK_DKMAX}_v{dvt}_w{warps}{suffix}"),
     )
     .param("dvt", dvt)
     .param("warps", warps)
+    .param("bufs", bufs)
+    .param("min_blocks", min_blocks)
 }
 
 fn chunk_wu_tc_spec(math: ChunkMath) -> KernelSpec {
@@ -656,9 +665,9 @@ fn chunk_tc_smem(dvt: usize) -> usize {
 /// Dynamic shared memory of the f16 scan: two chunks' W, Q, K and P, then S, V' and
 /// diag(dec) V', all f16 (padded rows); two chunks' U tiles (f32, padded rows) and G (see
 /// `gdn/chunk_f16.cu`).
-fn chunk_f16_smem(dvt: usize) -> usize {
+fn chunk_f16_smem(dvt: usize, bufs: usize) -> usize {
     let (d, c, lv) = (CHUNK_DKMAX, 64, dvt + 8);
-    2 * (2 * (3 * c * (d + 8) + c * (c + 8)) + d * lv + 2 * c * lv) + 4 * 2 * c * (lv + 1)
+    2 * (bufs * (3 * c * (d + 8) + c * (c + 8)) + d * lv + 2 * c * lv) + 4 * bufs * c * (lv + 1)
 }
 
 /// Dynamic shared memory of the `wu` stage: q and k slices, A, the solve's columns, G and
@@ -723,7 +732,8 @@ pub fn instantiations() -> Vec<KernelSpec> {
     }
     specs.push(chunk_wu_f16_spec());
     for dvt in CHUNK_F16_DVTS {
-        specs.push(chunk_f16_spec(dvt));
+        specs.push(chunk_f16_spec(dvt, 2));
+        specs.push(chunk_f16_spec(dvt, 1));
     }
     for out in crate::ops::DType::ALL {
         specs.push(norm_spec(out));
@@ -1051,10 +1061,10 @@ fn column_tiles(route: &RecurrentRoute, d: &GdnDims, lanes: usize) -> LaunchConf
 /// The prologues' five outputs (`gdn/prep.cu`, `gdn/prep_warp.cu`), in a prefill
 /// workspace or a state's [`PrepBufs`].
 struct PrepOut<'a> {
-    /// q and k: f32, or f16 where the prologue's `qk_f16` says (device pointers).
+    /// q, k and v: f32, or f16 where the prologue's `f16_out` says (device pointers).
     q: u64,
     k: u64,
-    v: &'a CudaSlice<f32>,
+    v: u64,
     g: &'a CudaSlice<f32>,
     beta: &'a CudaSlice<f32>,
 }
@@ -1084,10 +1094,10 @@ impl PrepKernel {
     }
 
     /// The prefill's: `gdn/prep_warp.cu`, 4 warps of 4 tokens, a block per channel group;
-    /// q and k as f16 with `qk_f16`.
-    fn prefill(d: &GdnDims, qk_f16: bool) -> Self {
+    /// q, k and v as f16 with `f16_out`.
+    fn prefill(d: &GdnDims, f16_out: bool) -> Self {
         PrepKernel {
-            spec: prep_spec(d.kc, qk_f16),
+            spec: prep_spec(d.kc, f16_out),
             block: PREP_WARPS * 32,
             tokc: PREP_TPW * PREP_WARPS as usize,
             groups: 2 * d.hk + d.hv,
@@ -1134,7 +1144,7 @@ fn launch_prep(
         .arg(conv)
         .arg(&out.q)
         .arg(&out.k)
-        .arg(out.v)
+        .arg(&out.v)
         .arg(out.g)
         .arg(out.beta);
     for v in &dims_i {
@@ -1181,7 +1191,7 @@ pub(super) fn launch_split_prep(
     let prepared = PrepOut {
         q: dptr(gpu, &p.q),
         k: dptr(gpu, &p.k),
-        v: &p.v,
+        v: dptr(gpu, &p.v),
         g: &p.g,
         beta: &p.beta,
     };
@@ -1276,58 +1286,109 @@ fn alloc<T: DeviceRepr + ValidAsZeroBits>(gpu: &Gpu, n: usize) -> Result<CudaSli
     gpu.alloc_zeros(n.max(1))
 }
 
-/// Device workspace of the chunked prefill for `seqs` x `t` tokens.
+/// Device workspace of the chunked prefill for `seqs` x `t` tokens, sized for the routes it
+/// was made for (see [`PrefillWorkspace::new`]).
 pub struct PrefillWorkspace {
     pub seqs: usize,
     pub t: usize,
+    /// q and k [token][HK][dk], v [token][HV][dv], W [token][HV][dk], P [token][HV][64]: f32,
+    /// or f16 in their first half on the f16 route (which passes them between its stages as
+    /// f16; then sized for that half where no route served is f32).
     pub q: CudaSlice<f32>,
     pub k: CudaSlice<f32>,
     pub v: CudaSlice<f32>,
+    pub w: CudaSlice<f32>,
+    pub p: CudaSlice<f32>,
     pub g: CudaSlice<f32>,
     pub beta: CudaSlice<f32>,
-    /// W [token][HV][dk]: f32, or f16 in its first half after the f16 `wu`.
-    pub w: CudaSlice<f32>,
     pub u: CudaSlice<f32>,
-    /// P [token][HV][64]: f32, or f16 in its first half after the f16 `wu`.
-    pub p: CudaSlice<f32>,
     pub gc: CudaSlice<f32>,
-    /// q and k [token][HK][dk] as f16, for the f16 chunk stages (the prologue writes them
-    /// there instead of `q` and `k` when the `wu` stage is f16).
-    pub qh: CudaSlice<u16>,
-    pub kh: CudaSlice<u16>,
     /// The f32 staging copy of an f16 state.
     pub s32: Option<CudaSlice<f32>>,
 }
 
 impl PrefillWorkspace {
+    /// A workspace that serves each of `routes`. Not initialised: every element a stage
+    /// reads, the stage before it wrote (qualify checks this on a workspace filled with NaN,
+    /// [`PrefillWorkspace::poison`]), and a zero fill would cost a memset of the whole
+    /// workspace (~450 MB at 4096 tokens of the 27B layer) on each prefill.
     pub fn new(
         gpu: &Gpu,
         d: &GdnDims,
         seqs: usize,
         t: usize,
         state: StateType,
+        routes: &[PrefillStages],
     ) -> Result<Self, GpuError> {
         let n = seqs * t;
+        let any_f32 = routes.iter().any(|r| !r.f16_intermediates());
+        // The buffers that the f16 route passes as f16, in f32 elements.
+        let wide = |len: usize| if any_f32 { len } else { len.div_ceil(2) };
         Ok(PrefillWorkspace {
             seqs,
             t,
-            q: alloc(gpu, n * d.key_dim())?,
-            k: alloc(gpu, n * d.key_dim())?,
-            v: alloc(gpu, n * d.value_dim())?,
-            g: alloc(gpu, n * d.hv)?,
-            beta: alloc(gpu, n * d.hv)?,
-            w: alloc(gpu, n * d.hv * d.dk)?,
-            u: alloc(gpu, n * d.value_dim())?,
-            p: alloc(gpu, n * d.hv * 64)?,
-            gc: alloc(gpu, n * d.hv)?,
-            qh: alloc(gpu, n * d.key_dim())?,
-            kh: alloc(gpu, n * d.key_dim())?,
+            q: alloc_uninit(gpu, wide(n * d.key_dim()))?,
+            k: alloc_uninit(gpu, wide(n * d.key_dim()))?,
+            v: alloc_uninit(gpu, wide(n * d.value_dim()))?,
+            w: alloc_uninit(gpu, wide(n * d.hv * d.dk))?,
+            p: alloc_uninit(gpu, wide(n * d.hv * 64))?,
+            g: alloc_uninit(gpu, n * d.hv)?,
+            beta: alloc_uninit(gpu, n * d.hv)?,
+            u: alloc_uninit(gpu, n * d.value_dim())?,
+            gc: alloc_uninit(gpu, n * d.hv)?,
             s32: match state {
                 StateType::F32 => None,
-                StateType::F16 => Some(alloc(gpu, seqs * d.state_len())?),
+                StateType::F16 => Some(alloc_uninit(gpu, seqs * d.state_len())?),
             },
         })
     }
+
+    /// Whether this workspace holds what `stages` reads and writes (q, k, v, W and P at
+    /// the route's width).
+    pub fn serves(&self, d: &GdnDims, stages: &PrefillStages) -> bool {
+        let n = self.seqs * self.t;
+        let per = if stages.f16_intermediates() { 2 } else { 1 };
+        let holds = |b: &CudaSlice<f32>, len: usize| b.len() * per >= len;
+        holds(&self.q, n * d.key_dim())
+            && holds(&self.k, n * d.key_dim())
+            && holds(&self.v, n * d.value_dim())
+            && holds(&self.w, n * d.hv * d.dk)
+            && holds(&self.p, n * d.hv * 64)
+    }
+
+    /// Fills every buffer with NaN (all-ones bytes, a NaN in f32 and in f16), so that a
+    /// stage reading what no stage wrote shows in the result.
+    pub fn poison(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
+        let s32 = self.s32.iter_mut();
+        let all = [
+            &mut self.q,
+            &mut self.k,
+            &mut self.v,
+            &mut self.w,
+            &mut self.p,
+            &mut self.g,
+            &mut self.beta,
+            &mut self.u,
+            &mut self.gc,
+        ];
+        for b in all.into_iter().chain(s32) {
+            let bytes = b.len() * std::mem::size_of::<f32>();
+            let (ptr, _sync) = b.device_ptr_mut(gpu.stream());
+            // SAFETY: `ptr` addresses `bytes` bytes of this buffer, on this stream.
+            unsafe { sys::cuMemsetD8Async(ptr, 0xff, bytes, gpu.stream().cu_stream()) }
+                .result()
+                .map_err(|e| GpuError::driver("poisoning the prefill workspace", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// A device buffer of `n` elements (at least one), not initialised.
+fn alloc_uninit<T: DeviceRepr>(gpu: &Gpu, n: usize) -> Result<CudaSlice<T>, GpuError> {
+    // SAFETY: the prefill's stages write each element before any stage reads it (see
+    // PrefillWorkspace::new).
+    unsafe { gpu.stream().alloc::<T>(n.max(1)) }
+        .map_err(|e| GpuError::driver("allocating the prefill workspace", e))
 }
 
 /// Whether the chunked prefill serves these dims (its asserts, as a question).
@@ -1373,6 +1434,8 @@ pub struct PrefillStages {
     pub wu_math: ChunkMath,
     /// The scan's arithmetic.
     pub scan_math: ChunkMath,
+    /// Input buffers of the f16 scan (2, or 1: see `gdn/chunk_f16.cu`).
+    pub scan_bufs: usize,
 }
 
 /// One chunk stage's kernel as a route launches it.
@@ -1386,11 +1449,14 @@ impl PrefillStages {
     /// The whole prefill, as the engine runs it.
     pub const ALL: PrefillStages = PrefillStages::route(PREFILL_DEFAULT.0, PREFILL_DEFAULT.1);
 
-    /// Both chunk stages on f16 tensor cores: the fastest route, within
-    /// `qualify::ALLOW_CHUNK_TF32` of the oracle instead of the f32 allowance (bench/gdn
-    /// run 16e, H200: 608 us at 4096 tokens on the 27B layer, against 1,493 for
-    /// [`PrefillStages::ALL`] and 788 with a TF32 `wu`).
-    pub const FAST: PrefillStages = PrefillStages::route(ChunkMath::F16, ChunkMath::F16);
+    /// Both chunk stages on f16 tensor cores, the scan in 32-column blocks with one input
+    /// buffer (two blocks an SM): the fastest route, within `qualify::ALLOW_CHUNK_TF32` of
+    /// the oracle instead of the f32 allowance (bench/gdn run 16e, H200: the two-buffer
+    /// 64-column f16 route 608 us at 4096 tokens on the 27B layer, against 1,493 for
+    /// [`PrefillStages::ALL`] and 788 with a TF32 `wu`; run 19, H100: this route 519.8 us,
+    /// the two-buffer one 534.5 in the same process).
+    pub const FAST: PrefillStages =
+        PrefillStages::route(ChunkMath::F16, ChunkMath::F16).with_scan(32, 1);
 
     /// The whole prefill with each chunk stage's products done as `wu` and `scan` say.
     /// Panics where one stage is f16 and the other is not (the f16 stages pass f16
@@ -1414,23 +1480,46 @@ impl PrefillStages {
             },
             wu_math: wu,
             scan_math: scan,
+            scan_bufs: 2,
+        }
+    }
+
+    /// The same with the scan's columns a block and (f16) input buffers.
+    pub const fn with_scan(self, dvt: usize, bufs: usize) -> PrefillStages {
+        PrefillStages {
+            scan_dvt: dvt,
+            scan_bufs: bufs,
+            ..self
         }
     }
 
     /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
     /// tensor cores, both chunk stages on tensor cores (TF32, 3xTF32, f16).
-    pub const ROUTES: [PrefillStages; 6] = [
+    pub const ROUTES: [PrefillStages; 7] = [
         PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32x3),
         PrefillStages::route(ChunkMath::Tf32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::Tf32x3, ChunkMath::Tf32x3),
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16),
+        PrefillStages::route(ChunkMath::F16, ChunkMath::F16).with_scan(32, 1),
     ];
+
+    /// Whether the stages pass q, k, v, W and P as f16 (the f16 chunk stages take them as
+    /// mma operands; the prologue then writes q, k and v as f16): the f16 route.
+    pub const fn f16_intermediates(&self) -> bool {
+        self.wu_math as u8 == ChunkMath::F16 as u8
+    }
 
     /// A short name: `f32`, `wu f32 + scan tf32`, ...
     pub fn math_name(&self) -> String {
-        if self.wu_math == self.scan_math {
+        if self.scan_bufs == 1 {
+            format!(
+                "{} (scan v{}, one buffer)",
+                self.wu_math.short(),
+                self.scan_dvt
+            )
+        } else if self.wu_math == self.scan_math {
             self.wu_math.short().to_string()
         } else {
             format!(
@@ -1465,8 +1554,8 @@ impl PrefillStages {
                 threads: 256,
             },
             ChunkMath::F16 => StageKernel {
-                spec: chunk_f16_spec(dvt),
-                smem: chunk_f16_smem(dvt),
+                spec: chunk_f16_spec(dvt, self.scan_bufs),
+                smem: chunk_f16_smem(dvt, self.scan_bufs),
                 threads: 32 * f16_scan_warps(dvt) as u32,
             },
             m => StageKernel {
@@ -1512,24 +1601,23 @@ pub fn launch_prefill_stages(
         return Ok(());
     }
     let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    // q and k as the chunk stages read them: f16 on the f16 route (which the prologue
-    // then writes), f32 otherwise (an f16 stage pairs only with the other).
-    let qk_f16 = stages.wu_math == ChunkMath::F16;
-    let qk = match qk_f16 {
-        true => (dptr(gpu, &ws.qh), dptr(gpu, &ws.kh)),
-        false => (dptr(gpu, &ws.q), dptr(gpu, &ws.k)),
-    };
+    assert!(
+        ws.serves(d, &stages),
+        "the prefill workspace was not made for the route {}",
+        stages.route_name()
+    );
     // Prologue.
     if stages.prep {
         let out = PrepOut {
-            q: qk.0,
-            k: qk.1,
-            v: &ws.v,
+            q: dptr(gpu, &ws.q),
+            k: dptr(gpu, &ws.k),
+            v: dptr(gpu, &ws.v),
             g: &ws.g,
             beta: &ws.beta,
         };
-        // (PrefillWorkspace::new sized the outputs for seqs x t.)
-        let kernel = PrepKernel::prefill(d, qk_f16);
+        // (PrefillWorkspace::new sized the outputs for seqs x t, f16 or f32 as the route
+        // passes them.)
+        let kernel = PrepKernel::prefill(d, stages.f16_intermediates());
         launch_prep(gpu, kernel, w, &st.conv, x, out, seqs, t)?;
     }
     if stages.wu {
@@ -1546,8 +1634,8 @@ pub fn launch_prefill_stages(
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
-        b.arg(&qk.0)
-            .arg(&qk.1)
+        b.arg(&ws.q)
+            .arg(&ws.k)
             .arg(&ws.v)
             .arg(&ws.g)
             .arg(&ws.beta)
@@ -1559,8 +1647,8 @@ pub fn launch_prefill_stages(
             b.arg(v);
         }
         // SAFETY: matches gdn/chunk.cu (wu) and gdn/chunk_wu_tc.cuh (same arguments), and
-        // gdn/chunk_wu_f16.cu (the same with q and k f16, as the prologue wrote them; W and
-        // P f16 in the first half of their f32 buffers); buffers sized by
+        // gdn/chunk_wu_f16.cu (the same with q, k and v f16, as the prologue wrote them, W
+        // and P f16: each in the first half of its f32 buffer); buffers sized by
         // PrefillWorkspace::new.
         unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     }
@@ -1592,8 +1680,8 @@ pub fn launch_prefill_stages(
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream().launch_builder(&f);
-        b.arg(&qk.0)
-            .arg(&qk.1)
+        b.arg(&ws.q)
+            .arg(&ws.k)
             .arg(&ws.w)
             .arg(&ws.u)
             .arg(&ws.p)
@@ -1651,12 +1739,14 @@ mod tests {
     }
 
     #[test]
-    fn only_the_f16_route_writes_q_and_k_as_f16() {
-        // The f16 `wu` and scan read q and k as f16, which only the `_qkh` prologue writes.
+    fn only_the_f16_route_writes_q_k_and_v_as_f16() {
+        // The f16 `wu` and scan read q, k and v as f16, which only the `_qkvh` prologue
+        // writes.
         for route in PrefillStages::ROUTES {
             let f16 = route.wu_math == ChunkMath::F16;
+            assert_eq!(route.f16_intermediates(), f16);
             let prep = route.route_name();
-            assert_eq!(prep.contains("_qkh+"), f16, "{prep}");
+            assert_eq!(prep.contains("_qkvh+"), f16, "{prep}");
         }
         let names: Vec<_> = instantiations().into_iter().map(|s| s.entry).collect();
         assert!(names.contains(&prep_spec(4, true).entry));
@@ -1668,9 +1758,11 @@ mod tests {
         // One scan block per SM, two TF32 wu blocks and three f16 ones per SM (sm_90: 227 KB
         // per block, 228 KB per SM).
         for dvt in CHUNK_F16_DVTS {
-            assert!(chunk_f16_smem(dvt) <= 227 * 1024, "f16 dvt {dvt}");
+            assert!(chunk_f16_smem(dvt, 2) <= 227 * 1024, "f16 dvt {dvt}");
         }
-        assert_eq!(chunk_f16_smem(64), 197_120);
+        assert_eq!(chunk_f16_smem(64, 2), 197_120);
+        // Two one-buffer 32-column blocks an SM (228 KB, 1 KB reserved a block).
+        assert!(2 * (chunk_f16_smem(32, 1) + 1024) <= 228 * 1024);
         for dvt in CHUNK_TC_DVTS {
             assert!(chunk_tc_smem(dvt) <= 227 * 1024, "dvt {dvt}");
         }

@@ -670,7 +670,9 @@ fn check_prefill_route(
 ) -> Result<(), GpuError> {
     let d = &c.d;
     let mut dc = DevCase::new(gpu, c, state)?;
-    let mut ws = PrefillWorkspace::new(gpu, d, c.lanes, c.t, state)?;
+    // NaN in every workspace element, so that a stage reading what no stage wrote fails.
+    let mut ws = PrefillWorkspace::new(gpu, d, c.lanes, c.t, state, &[route])?;
+    ws.poison(gpu)?;
     let rows = c.lanes * c.t * d.hv;
     let o = nan_buf(gpu, rows * d.dv)?;
     let y = nan_buf(gpu, rows * d.dv)?;
