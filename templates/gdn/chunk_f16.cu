@@ -126,7 +126,12 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
     constexpr int PERU = (CH * UU) / NT;
     static_assert(PER * NT == CH * UR && PERP * NT == CH * UP && PERU * NT == CH * UU,
                   "whole copy rounds");
-    // fetch_wqug: W, Q, U's tile and G; fetch_kp: K and P; each its own commit group.
+    // fetch_wqug: W, Q, U's tile and G, and with two buffers K and P too, in one commit
+    // group; fetch_kp: K and P in their own group, for the one-buffer layout. The
+    // two-buffer path keeps the order it had before the one-buffer layout (W, Q and K row
+    // by row, then P, U, G; the same for the element-by-element path below), so that it
+    // compiles to the same cubin (tools/same_kernels.py): reordered, it ran 8% slower
+    // (bench/gdn runs 19 and 22).
     auto fetch_wqug = [&](int t0, int buf) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
@@ -147,6 +152,16 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
             const long long tok = tok0 + t;
             cp16(Wb + t * LDH + iw, in ? w_in + tok * wrow + (long long)h * dk + iw : w_in, in);
             cp16(Qb + t * LDH + iw, in ? q_in + tok * qrow + (long long)kh * dk + iw : q_in, in);
+            if (NBUF == 2)
+                cp16(Kb + t * LDH + iw, in ? k_in + tok * qrow + (long long)kh * dk + iw : k_in, in);
+        }
+        if (NBUF == 2) {
+#pragma unroll
+            for (int it = 0; it < PERP; ++it) {
+                const int t = tp + it * (NT / UP);
+                const bool in = t < tc;
+                cp16(Pb + t * LDPH + sp, in ? p_in + (tok0 + t) * prow + (long long)h * CH + sp : p_in, in);
+            }
         }
 #pragma unroll
         for (int it = 0; it < PERU; ++it) {
@@ -180,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    // K and P element by element (the path for other dims).
+    // K and P element by element (the one-buffer layout's path for other dims).
     auto load_kp = [&](int t0, int buf) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
@@ -196,10 +211,7 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
             Pb[t * LDPH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : (f16_t)0;
         }
     };
-    if (vec) {
-        fetch_wqug(0, 0);
-        if (NBUF == 2) fetch_kp(0, 0);
-    }
+    if (vec) fetch_wqug(0, 0);
 
     for (int t0 = 0; t0 < T; t0 += CH) {
         const int tc = min(CH, T - t0);
@@ -225,23 +237,29 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
             if (tid < CH) gs[tid] = tid < tc ? gc_in[(tok0 + tid) * hv + h] : 0.0f;
             f16_t* Wb = ops + buf * BUF;
             f16_t* Qb = Wb + CH * LDH;
+            f16_t* Kb = Qb + CH * LDH;
+            f16_t* Pb = Kb + CH * LDH;
+            // (With one buffer K and P come after the barrier below, by load_kp.)
             for (int e = tid; e < CH * DKMAX; e += NT) {
                 const int t = e / DKMAX, i = e % DKMAX;
                 const bool in = t < tc && i < dk;
                 const long long tok = tok0 + t;
                 Wb[t * LDH + i] = in ? w_in[(tok * hv + h) * dk + i] : (f16_t)0;
                 Qb[t * LDH + i] = in ? q_in[(tok * hk + kh) * dk + i] : (f16_t)0;
+                if (NBUF == 2) Kb[t * LDH + i] = in ? k_in[(tok * hk + kh) * dk + i] : (f16_t)0;
             }
-            if (NBUF == 2) load_kp(t0, buf);
+            if (NBUF == 2) {
+                for (int e = tid; e < CH * CH; e += NT) {
+                    const int t = e / CH, s = e % CH;
+                    Pb[t * LDPH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : (f16_t)0;
+                }
+            }
         }
         // This chunk's operands and gates are in place, and every warp is done with the
         // last chunk: with two buffers the other one is free for the next chunk; with one,
         // K and P (read by the last chunk's update) are free for this chunk's.
         __syncthreads();
-        if (vec && NBUF == 2 && t0 + CH < T) {
-            fetch_wqug(t0 + CH, buf ^ 1);
-            fetch_kp(t0 + CH, buf ^ 1);
-        }
+        if (vec && NBUF == 2 && t0 + CH < T) fetch_wqug(t0 + CH, buf ^ 1);
         if (NBUF == 1) {
             if (vec) fetch_kp(t0, 0);
             else load_kp(t0, 0);
@@ -293,7 +311,9 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
                 cq[x][3] *= eg1;
             }
         }
-        const float el = expf(gs[tc - 1]);   // G is not read past the barrier below
+        // e^(G_last): with one buffer G's next chunk lands after the barrier below, so it is
+        // read before it; with two, in the update.
+        float el = NBUF == 1 ? expf(gs[tc - 1]) : 0.0f;
         if (NBUF == 1 && vec) asm volatile("cp.async.wait_all;\n" ::: "memory");   // K, P
         // V' is whole; every warp is done reading S's copy (and, with one buffer, W, Q, U
         // and G, whose next chunk's copies go out now; K and P have landed).
@@ -337,6 +357,7 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
         // S <- e^(G_last) S + Kd^T V' = e^(G_last) S + K^T diag(dec) V' (rows of V' past
         // tc are zero), then S's f16 copy for the next chunk.
         {
+            if (NBUF == 2) el = expf(gs[tc - 1]);
 #pragma unroll
             for (int x = 0; x < NT8; ++x)
 #pragma unroll

@@ -1449,14 +1449,12 @@ impl PrefillStages {
     /// The whole prefill, as the engine runs it.
     pub const ALL: PrefillStages = PrefillStages::route(PREFILL_DEFAULT.0, PREFILL_DEFAULT.1);
 
-    /// Both chunk stages on f16 tensor cores, the scan in 32-column blocks with one input
-    /// buffer (two blocks an SM): the fastest route, within `qualify::ALLOW_CHUNK_TF32` of
-    /// the oracle instead of the f32 allowance (bench/gdn run 16e, H200: the two-buffer
-    /// 64-column f16 route 608 us at 4096 tokens on the 27B layer, against 1,493 for
-    /// [`PrefillStages::ALL`] and 788 with a TF32 `wu`; run 19, H100: this route 519.8 us,
-    /// the two-buffer one 534.5 in the same process).
-    pub const FAST: PrefillStages =
-        PrefillStages::route(ChunkMath::F16, ChunkMath::F16).with_scan(32, 1);
+    /// Both chunk stages on f16 tensor cores (the scan two-buffer, 64 columns a block): the
+    /// fastest route, within `qualify::ALLOW_CHUNK_TF32` of the oracle instead of the f32
+    /// allowance (bench/gdn run 16e, H200: 608 us at 4096 tokens on the 27B layer, against
+    /// 1,493 for [`PrefillStages::ALL`] and 788 with a TF32 `wu`; run 22, H100, with the
+    /// f16 v of run 19: 514.0 us, the one-buffer 32-column scan's route 518.5-522.4).
+    pub const FAST: PrefillStages = PrefillStages::route(ChunkMath::F16, ChunkMath::F16);
 
     /// The whole prefill with each chunk stage's products done as `wu` and `scan` say.
     /// Panics where one stage is f16 and the other is not (the f16 stages pass f16
