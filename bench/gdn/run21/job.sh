@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gdn run 21 (device job, carry [".gpu/r21", ".gpu/r18base"]; ~4 min, ~9 with the 27B
+# bench/gdn run 21 (device job, carry [".gpu/$BUILD", ".gpu/r18base"], BUILD default r21; ~4 min, ~9 with the 27B
 # parts): main with run 19's patches (r21) on whichever GPU the call gets. PARTS (default
 # "job tune 27b 27bbase" on an H200, "job 27b 27bbase" on another GPU):
 #   job      the prefill qualify of r21 and of the template variant VAR (default el:
@@ -25,12 +25,16 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
 else
   PARTS=${PARTS:-job 27b 27bbase}
 fi
-VAR=${VAR:-el}   # the template variant beside main: .gpu/r21/$VAR/templates
-EL=$PWD/.gpu/r21/$VAR/templates
+BUILD=${BUILD:-r21}   # the staged build (.gpu/$BUILD)
+VAR=${VAR:-el}   # the template variant beside it: .gpu/$BUILD/$VAR/templates; none: no variant
+EL=$PWD/.gpu/$BUILD/$VAR/templates
 P=bench/gdn/run3
-job_init r21 "(r21: main with run 19's patches, FAST on the one-buffer v32 scan)"
-G=$(job_example r21 gdn_gpu)
-R=/tmp/run21   # run17/job_27b.sh's job_init empties /tmp/r21-out
+case $BUILD in
+  r21) job_init r21 "(r21: main with run 19's patches, FAST on the one-buffer v32 scan)" ;;
+  *) job_init $BUILD "($BUILD)" ;;
+esac
+G=$(job_example $BUILD gdn_gpu)
+R=/tmp/run21   # run17/job_27b.sh's job_init empties /tmp/$BUILD-out
 rm -rf $R && mkdir -p $R && cp $O/context.txt $R/
 PROFILE=tuning/nvidia-h200.toml
 for part in $PARTS; do
@@ -38,8 +42,10 @@ for part in $PARTS; do
   job)
     timeout $(left 60) $G --prefill-only --skip-bench --qualify-json $R/qualify.jsonl > $R/qualify.txt 2>&1
     echo "qualify rc=$?" >> $R/qualify.txt
+    if [ $VAR != none ]; then
     NINFER_TEMPLATES=$EL timeout $(left 60) $G --prefill-only --skip-bench --qualify-json $R/qualify_$VAR.jsonl > $R/qualify_$VAR.txt 2>&1
     echo "qualify rc=$?" >> $R/qualify_$VAR.txt
+    fi
     t "qualify"
     bench() {
       timeout $(left 90) $G --prefill-only --skip-qualify --rev "$NINFER_REV${2:-}" --peer $P/peer.jsonl \
@@ -48,8 +54,7 @@ for part in $PARTS; do
       t "bench $1"
     }
     bench a
-    NINFER_TEMPLATES=$EL bench $VAR "+$VAR"
-    bench b
+    if [ $VAR != none ]; then NINFER_TEMPLATES=$EL bench $VAR "+$VAR"; bench b; fi
     long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools."
     for fx in qwen35_r2 qwen3_next qwen35_moe; do
       timeout $(left 60) $B compare --model tests/fixtures/tiny/$fx --prompt "$long" --tokens 16 >> $R/compare.txt 2>&1 || echo "FAILED $fx" >> $R/compare.txt
@@ -69,25 +74,25 @@ for part in $PARTS; do
     PROFILE=/tmp/keep/r21-h200.toml
     t "tune" ;;
   27b)
-    LIMIT=$(left 200) N=r21 PROFILE=$PROFILE bash bench/gdn/run17/job_27b.sh > $R/27b.txt 2>&1
-    job_use r21
+    LIMIT=$(left 200) N=$BUILD PROFILE=$PROFILE bash bench/gdn/run17/job_27b.sh > $R/27b.txt 2>&1
+    job_use $BUILD
     t "27b" ;;
   27bbase)
     mkdir -p /tmp/keep && grep -v '^sources = ' tuning/nvidia-h200.toml > /tmp/keep/base-h200.toml
     LIMIT=$(left 200) N=r18base PROFILE=/tmp/keep/base-h200.toml bash bench/gdn/run17/job_27b.sh > $R/27bbase.txt 2>&1
-    job_use r21
+    job_use $BUILD
     t "27bbase" ;;
   esac
 done
-tar czf $OUT/r21.tgz -C /tmp run21
+tar czf $OUT/$BUILD.tgz -C /tmp run21
 cp $R/compare.txt $R/tune.txt $R/nvidia-h200.toml $OUT/ 2>/dev/null   # a call brings back 8 files
 {
 echo "===== summary"
 cat $R/context.txt
-for f in qualify qualify_$VAR; do [ -f $R/$f.txt ] && echo "$f: $(grep -E '^qualify \(seed' $R/$f.txt) $(tail -1 $R/$f.txt)"; done
+for f in qualify qualify_$VAR; do [ $f = qualify_none ] && continue; [ -f $R/$f.txt ] && echo "$f: $(grep -E '^qualify \(seed' $R/$f.txt) $(tail -1 $R/$f.txt)"; done
 [ -f $R/compare.txt ] && grep -hE "vs cpu|FAILED" $R/compare.txt | awk '{print substr($0, 1, 60) " ... " substr($0, length($0) - 60)}'
 [ -f $R/tune.txt ] && grep -E "kept|keys tuned|uses tuning|routes by family|rc=|note" $R/tune.txt | cut -c1-220
 for f in 27b 27bbase; do [ -f $R/$f.txt ] && { echo "== $f"; grep -E "^prompt|^decode|tokens/s|rc=" $R/$f.txt | cut -c1-200 | head -10; }; done
-[ -f $R/bench_a.jsonl ] && python3 bench/gdn/run16/table.py $R/qualify.jsonl $R/bench_a.jsonl $R/bench_$VAR.jsonl $R/bench_b.jsonl | grep -E "^T |f16|wu_f16|scan_f16|prep" | grep -vE "tf32|prep\+wu_[t3d]" | cut -c1-130
+[ -f $R/bench_a.jsonl ] && python3 bench/gdn/run16/table.py $R/qualify.jsonl $(ls $R/bench_a.jsonl $R/bench_$VAR.jsonl $R/bench_b.jsonl 2>/dev/null) | grep -E "^T |f16|wu_f16|scan_f16|prep" | grep -vE "tf32|prep\+wu_[t3d]" | cut -c1-130
 t done
 } | tee $OUT/summary.txt
