@@ -790,8 +790,9 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
         .save_merged_carrying(&out, &current_sources)
         .map_err(|e| CliError::failed(e.to_string()))?;
     if carried > 0 {
+        let routes = if carried == 1 { "route" } else { "routes" };
         eprintln!(
-            "kept {carried} routes of the earlier profile made with another template set (their kernel sources are unchanged)"
+            "kept {carried} {routes} of the earlier profile made with another template set (their kernel sources are unchanged)"
         );
     }
     if let Some(path) = &args.json {
