@@ -21,7 +21,7 @@ use crate::tune::measure::{self, ExactJob, KeyResult, TuneOptions, BATCH};
 use crate::tune::measure_a16::{self, A16Job};
 use crate::tune::measure_attn::{self, AttnJob};
 use crate::tune::measure_gdn::{self, GdnJob};
-use crate::tune::profile::{describe, differences, short_hash, ProfileError};
+use crate::tune::profile::{describe, same_device_other_templates, short_hash, ProfileError};
 use crate::tune::routes::{default_profile_path, resolve, search_dirs, ProfileRequest};
 use crate::tune::sources::current_sources;
 use crate::tune::{a16, attn, exact, gdn, shapes, Fingerprint, Profile};
@@ -709,7 +709,7 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     };
     refuse_pinned(&out)?;
     match Profile::load(&out) {
-        Ok(p) if differences(&p.device.fingerprint(), &fp) == ["template set"] => eprintln!(
+        Ok(p) if same_device_other_templates(&p.device.fingerprint(), &fp) => eprintln!(
             "note: {} holds a profile of this device made with another template set; \
              the routes this run does not re-time are kept where their kernel sources are unchanged",
             out.display(),

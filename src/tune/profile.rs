@@ -302,8 +302,10 @@ impl Profile {
             Ok(old) if old.pinned => return Err(ProfileError::Pinned { path: path.into() }),
             Ok(old) if old.device.id == self.device.id => old.routes,
             Ok(mut old)
-                if differences(&old.device.fingerprint(), &self.device.fingerprint())
-                    == ["template set"] =>
+                if same_device_other_templates(
+                    &old.device.fingerprint(),
+                    &self.device.fingerprint(),
+                ) =>
             {
                 old.carry_over(sources);
                 carried = old
@@ -516,6 +518,12 @@ pub fn describe(fp: &Fingerprint) -> String {
         fp.nvrtc_version.1,
         short_hash(&fp.template_set_hash)
     )
+}
+
+/// Whether `a` and `b` are one device whose profiles differ only in the template set they
+/// were made with (the case where routes can be carried over).
+pub fn same_device_other_templates(a: &Fingerprint, b: &Fingerprint) -> bool {
+    differences(a, b) == ["template set"]
 }
 
 pub fn differences(a: &Fingerprint, b: &Fingerprint) -> Vec<&'static str> {
