@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# bench/gdn run 25 (device job, carry [".gpu/r23", ".gpu/r25"]; ~3 min): fewer instructions
+# in the f16 prefill stages, as three template sets run through run 23's build (main at
+# 1857c6d) with NINFER_TEMPLATES, on whichever GPU the call gets: `scan` (scan.patch),
+# `wu` (wu.patch), `both` (issue-cut.patch). The prefill qualify of each (every route,
+# T = 1 to 4096, both state types), the prefill bench main / both / scan / wu / main / both
+# (one process each; fla's figures from run 3, H200), compare on the GDN fixtures and the
+# bf16 qwen3.6-mini at 1 and 8 lanes with `both`. Outputs: $OUT/r25.tgz, compare.txt,
+# summary.txt (also printed last).
+set -u
+T0=$(date +%s); LIMIT=${LIMIT:-420}
+source scripts/gpu/job-lib.sh
+job_init r23 "(r23: main; r25's template sets beside it through NINFER_TEMPLATES)"
+G=$(job_example r23 gdn_gpu)
+P=bench/gdn/run3
+V=$PWD/.gpu/r25
+for v in both scan wu; do
+  NINFER_TEMPLATES=$V/$v/templates timeout $(left 60) $G --prefill-only --skip-bench \
+      --qualify-json $O/qualify_$v.jsonl > $O/qualify_$v.txt 2>&1
+  echo "qualify rc=$?" >> $O/qualify_$v.txt
+  t "qualify $v"
+done
+bench() {   # bench NAME [TEMPLATES]
+  env ${2:+NINFER_TEMPLATES=$2} timeout $(left 60) $G --prefill-only --skip-qualify \
+      --rev "$NINFER_REV${2:++$1}" --peer $P/peer.jsonl --peer-called $P/peer_called.jsonl \
+      --json $O/bench_$1.jsonl > $O/bench_$1.txt 2>&1
+  echo "bench rc=$?" >> $O/bench_$1.txt
+  t "bench $1"
+}
+bench main
+bench both $V/both/templates
+bench scan $V/scan/templates
+bench wu $V/wu/templates
+bench main2
+bench both2 $V/both/templates
+export NINFER_TEMPLATES=$V/both/templates
+long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools."
+for fx in qwen35_r2 qwen3_next qwen35_moe; do
+  timeout $(left 40) $B compare --model tests/fixtures/tiny/$fx --prompt "$long" --tokens 16 >> $O/compare.txt 2>&1 || echo "FAILED $fx" >> $O/compare.txt
+done
+for lanes in 1 8; do
+  timeout $(left 60) $B compare --synthetic qwen3.6-mini --synthetic-prompt 300 --tokens 16 \
+      --activations bf16 --lanes $lanes --tolerance 5e-2 --near-ties 4 >> $O/compare.txt 2>&1 || echo "FAILED qwen3.6-mini lanes $lanes" >> $O/compare.txt
+done
+unset NINFER_TEMPLATES
+t "compare"
+tar czf $OUT/r25.tgz -C /tmp r23-out
+cp $O/compare.txt $OUT/
+{
+echo "===== summary"
+cat $O/context.txt
+for v in both scan wu; do echo "$v: $(grep -E '^qualify \(seed' $O/qualify_$v.txt) $(tail -1 $O/qualify_$v.txt)"; done
+grep -hE "vs cpu|FAILED" $O/compare.txt | awk '{print substr($0, 1, 60) " ... " substr($0, length($0) - 60)}'
+python3 bench/gdn/run16/table.py $O/qualify_both.jsonl $O/bench_main.jsonl $O/bench_both.jsonl $O/bench_scan.jsonl $O/bench_wu.jsonl $O/bench_main2.jsonl $O/bench_both2.jsonl | grep -E "^T |f16|wu_f16|scan_f16|prep" | grep -vE "tf32|prep\+wu_[t3d]|_v3 |v32 " | cut -c1-210
+t done
+} | tee $OUT/summary.txt
