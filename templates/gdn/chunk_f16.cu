@@ -126,74 +126,97 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
     constexpr int PERU = (CH * UU) / NT;
     static_assert(PER * NT == CH * UR && PERP * NT == CH * UP && PERU * NT == CH * UU,
                   "whole copy rounds");
+    // Thread tid copies 16 bytes at row tid / UR + (NT / UR) it, column 8 (tid % UR) of
+    // W, Q and K, and at row tid / UP + (NT / UP) it, column 8 (tid % UP) of P.
+    // U: row tid / UU + (NT / UU) it, column 4 (tid % UU) of the tile.
+    const int tw = tid / UR, iw = (tid % UR) * 8, tp = tid / UP, sp = (tid % UP) * 8;
+    const int tu = tid / UU, cu = (tid % UU) * 4;
+    // Each copy's source is a chunk base, the same for the whole block, plus the thread's
+    // offset within the chunk, made here once in 32 bits (at most CH rows of one head's
+    // inputs): with the whole 64-bit address made per copy, the copies' address arithmetic
+    // was a third of a chunk's instructions (bench/gdn run 25).
+    const int offw = tw * (int)wrow + h * dk + iw, offq = tw * (int)qrow + kh * dk + iw;
+    const int offp = tp * (int)prow + h * CH + sp, offu = tu * (int)urow + h * dv + j0 + cu;
+    const int offg = tid * hv + h;
     // fetch_wqug: W, Q, U's tile and G, and with two buffers K and P too, in one commit
     // group; fetch_kp: K and P in their own group, for the one-buffer layout. The
     // two-buffer path keeps the order it had before the one-buffer layout (W, Q and K row
-    // by row, then P, U, G; the same for the element-by-element path below), so that it
-    // compiles to the same cubin (tools/same_kernels.py): reordered, it ran 8% slower
-    // (bench/gdn runs 19 and 22).
-    auto fetch_wqug = [&](int t0, int buf) {
+    // by row, then P, U, G; the same for the element-by-element path below): reordered, it
+    // ran 8% slower (bench/gdn runs 19 and 22).
+    // `whole`: a whole chunk of full rows (tc = CH, dk = DKMAX, the tile's dvt columns), so
+    // that every copy is in range; the callers branch on it once, and the copies of a whole
+    // chunk then carry no bounds test and no fallback address.
+    auto fetch_wqug_as = [&](int t0, int buf, bool whole) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
         f16_t* Wb = ops + buf * BUF;
         f16_t* Qb = Wb + CH * LDH;
         f16_t* Kb = Qb + CH * LDH;
         f16_t* Pb = Kb + CH * LDH;
-        // Thread tid copies 16 bytes at row tid / UR + (NT / UR) it, column 8 (tid % UR) of
-        // W, Q and K, and at row tid / UP + (NT / UP) it, column 8 (tid % UP) of P.
-        // U: row tid / UU + (NT / UU) it, column 4 (tid % UU) of the tile.
-        const int tw = tid / UR, iw = (tid % UR) * 8, tp = tid / UP, sp = (tid % UP) * 8;
-        const int tu = tid / UU, cu = (tid % UU) * 4;
+        const f16_t* wc = w_in + tok0 * wrow;
+        const f16_t* qc = q_in + tok0 * qrow;
+        const f16_t* kc = k_in + tok0 * qrow;
         float* Ub = u2 + buf * CH * LDU;
 #pragma unroll
         for (int it = 0; it < PER; ++it) {
             const int t = tw + it * (NT / UR);
-            const bool in = t < tc && iw < dk;
-            const long long tok = tok0 + t;
-            cp16(Wb + t * LDH + iw, in ? w_in + tok * wrow + (long long)h * dk + iw : w_in, in);
-            cp16(Qb + t * LDH + iw, in ? q_in + tok * qrow + (long long)kh * dk + iw : q_in, in);
+            const bool in = whole || (t < tc && iw < dk);
+            cp16(Wb + t * LDH + iw, in ? wc + (offw + it * (NT / UR) * (int)wrow) : w_in, in);
+            cp16(Qb + t * LDH + iw, in ? qc + (offq + it * (NT / UR) * (int)qrow) : q_in, in);
             if (NBUF == 2)
-                cp16(Kb + t * LDH + iw, in ? k_in + tok * qrow + (long long)kh * dk + iw : k_in, in);
+                cp16(Kb + t * LDH + iw, in ? kc + (offq + it * (NT / UR) * (int)qrow) : k_in, in);
         }
         if (NBUF == 2) {
+            const f16_t* pc = p_in + tok0 * prow;
 #pragma unroll
             for (int it = 0; it < PERP; ++it) {
                 const int t = tp + it * (NT / UP);
-                const bool in = t < tc;
-                cp16(Pb + t * LDPH + sp, in ? p_in + (tok0 + t) * prow + (long long)h * CH + sp : p_in, in);
+                const bool in = whole || t < tc;
+                cp16(Pb + t * LDPH + sp, in ? pc + (offp + it * (NT / UP) * (int)prow) : p_in, in);
             }
         }
+        const float* ucb = u_in + tok0 * urow;
 #pragma unroll
         for (int it = 0; it < PERU; ++it) {
             const int t = tu + it * (NT / UU);
-            const bool in = t < tc && cu < nj;
-            cp16(Ub + t * LDU + cu, in ? u_in + (tok0 + t) * urow + (long long)h * dv + j0 + cu : u_in, in);
+            const bool in = whole || (t < tc && cu < nj);
+            cp16(Ub + t * LDU + cu, in ? ucb + (offu + it * (NT / UU) * (int)urow) : u_in, in);
         }
         if (tid < CH) {
-            const bool in = tid < tc;
-            cp4(gs2 + buf * CH + tid, in ? gc_in + (tok0 + tid) * hv + h : gc_in, in);
+            const bool in = whole || tid < tc;
+            cp4(gs2 + buf * CH + tid, in ? gc_in + tok0 * hv + offg : gc_in, in);
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    auto fetch_kp = [&](int t0, int buf) {
+    auto fetch_kp_as = [&](int t0, int buf, bool whole) {
         const int tc = min(CH, T - t0);
         const long long tok0 = (long long)seq * T + t0;
         f16_t* Kb = ops + buf * BUF + 2 * CH * LDH;
         f16_t* Pb = Kb + CH * LDH;
-        const int tw = tid / UR, iw = (tid % UR) * 8, tp = tid / UP, sp = (tid % UP) * 8;
+        const f16_t* kc = k_in + tok0 * qrow;
+        const f16_t* pc = p_in + tok0 * prow;
 #pragma unroll
         for (int it = 0; it < PER; ++it) {
             const int t = tw + it * (NT / UR);
-            const bool in = t < tc && iw < dk;
-            cp16(Kb + t * LDH + iw, in ? k_in + (tok0 + t) * qrow + (long long)kh * dk + iw : k_in, in);
+            const bool in = whole || (t < tc && iw < dk);
+            cp16(Kb + t * LDH + iw, in ? kc + (offq + it * (NT / UR) * (int)qrow) : k_in, in);
         }
 #pragma unroll
         for (int it = 0; it < PERP; ++it) {
             const int t = tp + it * (NT / UP);
-            const bool in = t < tc;
-            cp16(Pb + t * LDPH + sp, in ? p_in + (tok0 + t) * prow + (long long)h * CH + sp : p_in, in);
+            const bool in = whole || t < tc;
+            cp16(Pb + t * LDPH + sp, in ? pc + (offp + it * (NT / UP) * (int)prow) : p_in, in);
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    auto whole_chunk = [&](int t0) { return T - t0 >= CH && dk == DKMAX && nj == DVT; };
+    auto fetch_wqug = [&](int t0, int buf) {
+        if (whole_chunk(t0)) fetch_wqug_as(t0, buf, true);
+        else fetch_wqug_as(t0, buf, false);
+    };
+    auto fetch_kp = [&](int t0, int buf) {
+        if (whole_chunk(t0)) fetch_kp_as(t0, buf, true);
+        else fetch_kp_as(t0, buf, false);
     };
     // K and P element by element (the one-buffer layout's path for other dims).
     auto load_kp = [&](int t0, int buf) {
@@ -211,6 +234,8 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
             Pb[t * LDPH + s] = t < tc ? p_in[((tok0 + t) * hv + h) * CH + s] : (f16_t)0;
         }
     };
+    // This thread's first output element in a chunk: row r0 + g, column n0 + 2 t4.
+    const int offo = (r0 + g) * (int)urow + h * dv + j0 + n0 + 2 * t4;
     if (vec) fetch_wqug(0, 0);
 
     for (int t0 = 0; t0 < T; t0 += CH) {
@@ -335,14 +360,16 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
                 }
             }
         }
+        float* oc = out + tok0 * urow;
+        const bool wh = whole_chunk(t0);   // every store of the chunk in range
 #pragma unroll
         for (int x = 0; x < NTW; ++x) {
             const int c = n0 + 8 * x + 2 * t4;
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 const int t = r0 + g + 8 * hf;
-                float* dst = out + ((tok0 + t) * hv + h) * dv + j0 + c;
-                if (t < tc && vec && c < nj) {
+                float* dst = oc + (offo + (8 * hf) * (int)urow + 8 * x);
+                if (vec && (wh || (t < tc && c < nj))) {
                     float2 v;
                     v.x = cq[x][2 * hf];
                     v.y = cq[x][2 * hf + 1];

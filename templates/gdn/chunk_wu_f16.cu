@@ -149,9 +149,10 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
         }
         if (tid < tc) gc_out[(tok0 + tid) * hv + h] = gcs[tid];
         // A into As, P as f16 (whole rows: the scan reads them all).
+        f16_t* p_row = p_out + ((tok0 + r0 + g) * hv + h) * CH;   // row r0 + g of P
         chunk_scale_gram<true>(acc, warp, r0, ntc, tc, gcs, bts, As,
-                               [&](int t, int s, float p0, float p1) {
-            *reinterpret_cast<u32*>(p_out + ((tok0 + t) * hv + h) * CH + s) = f16x2(p0, p1);
+                               [&](int hh, int s, float p0, float p1) {
+            *reinterpret_cast<u32*>(p_row + 8 * hh * (hv * CH) + s) = f16x2(p0, p1);
         });
     }
     __syncthreads();   // A is whole
@@ -181,6 +182,8 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
         const long long base = ((tok0 + r0 + g) * hv + h) * ncol;
         const long long row = (long long)hv * ncol;
         const bool pair = (ncol & 1) == 0;
+        // A whole chunk of full rows (the warp's branch below is uniform).
+        const bool whole = tc == CH && ncol == DMAX;
         // Two passes of 64 columns (8 n-tiles): half the accumulators live at once.
 #pragma unroll 1
         for (int n0 = 0; n0 < DMAX; n0 += 64) {
@@ -202,6 +205,27 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
                         mma_f16(cw[x + 1], a, b + 2);
                     }
                 }
+            }
+            if (whole) {
+                // Every row and column in range, column pairs aligned: the stores alone.
+#pragma unroll
+                for (int x = 0; x < 8; ++x) {
+                    const int c = n0 + 8 * x + 2 * t4;
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const long long i = base + 8 * hf * row + c;
+                        const float v0 = cw[x][2 * hf], v1 = cw[x][2 * hf + 1];
+                        if (is_w) {
+                            *reinterpret_cast<u32*>(w_out + i) = f16x2(v0, v1);
+                        } else {
+                            float2 v;
+                            v.x = v0;
+                            v.y = v1;
+                            *reinterpret_cast<float2*>(u_out + i) = v;
+                        }
+                    }
+                }
+                continue;
             }
 #pragma unroll
             for (int x = 0; x < 8; ++x) {

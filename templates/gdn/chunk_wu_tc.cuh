@@ -103,12 +103,13 @@ extern "C" __global__ void __launch_bounds__(NT, 2)
     __syncthreads();   // G is ready; K and Q are no longer read
     if (tid < tc) gc_out[(tok0 + tid) * hv + h] = gcs[tid];
     // A into As, P as f32 (whole rows: the f32 scan reads them all).
+    float* p_row = p_out + ((tok0 + r0 + g) * hv + h) * CH;   // row r0 + g of P
     chunk_scale_gram<false>(acc, warp, r0, ntc, tc, gcs, bts, As,
-                            [&](int t, int s, float p0, float p1) {
+                            [&](int hh, int s, float p0, float p1) {
         float2 p2;
         p2.x = p0;
         p2.y = p1;
-        *reinterpret_cast<float2*>(p_out + ((tok0 + t) * hv + h) * CH + s) = p2;
+        *reinterpret_cast<float2*>(p_row + 8 * hh * (hv * CH) + s) = p2;
     });
     __syncthreads();
     // The right-hand sides (one pass of NB columns, 16-byte cp.async copies straight into
