@@ -316,9 +316,9 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
         {
             // dec_s = e^(G_last - G_s), zero past tc (as the rows of W and U).
             const float g0 = gs[r0 + g], g1 = gs[r0 + g + 8], gl = gs[tc - 1];
-            const float eg0 = expf(g0), eg1 = expf(g1);
-            const float d0 = r0 + g < tc ? expf(gl - g0) : 0.0f;
-            const float d1 = r0 + g + 8 < tc ? expf(gl - g1) : 0.0f;
+            const float eg0 = exp_ftz(g0), eg1 = exp_ftz(g1);
+            const float d0 = r0 + g < tc ? exp_ftz(gl - g0) : 0.0f;
+            const float d1 = r0 + g + 8 < tc ? exp_ftz(gl - g1) : 0.0f;
 #pragma unroll
             for (int x = 0; x < NTW; ++x) {
                 const int c = n0 + 8 * x + 2 * t4;
@@ -338,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
         }
         // e^(G_last): with one buffer G's next chunk lands after the barrier below, so it is
         // read before it; with two, in the update.
-        float el = NBUF == 1 ? expf(gs[tc - 1]) : 0.0f;
+        float el = NBUF == 1 ? exp_ftz(gs[tc - 1]) : 0.0f;
         if (NBUF == 1 && vec) asm volatile("cp.async.wait_all;\n" ::: "memory");   // K, P
         // V' is whole; every warp is done reading S's copy (and, with one buffer, W, Q, U
         // and G, whose next chunk's copies go out now; K and P have landed).
@@ -384,7 +384,7 @@ extern "C" __global__ void __launch_bounds__(NT, {{ min_blocks }})
         // S <- e^(G_last) S + Kd^T V' = e^(G_last) S + K^T diag(dec) V' (rows of V' past
         // tc are zero), then S's f16 copy for the next chunk.
         {
-            if (NBUF == 2) el = expf(gs[tc - 1]);
+            if (NBUF == 2) el = exp_ftz(gs[tc - 1]);
 #pragma unroll
             for (int x = 0; x < NT8; ++x)
 #pragma unroll

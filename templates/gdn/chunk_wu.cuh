@@ -4,6 +4,7 @@
 // threads, warps 0-3 on K K^T and 4-7 on Q K^T, warp w on token rows 16 (w % 4).
 #ifndef NINFER_GDN_CHUNK_WU
 #define NINFER_GDN_CHUNK_WU
+{% include "gdn/f16_mma.cuh" %}
 
 // G = the gates' inclusive prefix sum in place (zero past tc: G stays at its last value),
 // by one warp with shuffles (two gates a lane).
@@ -21,18 +22,9 @@ __device__ __forceinline__ void chunk_gate_prefix(float* gcs, int lane) {
     gcs[2 * lane + 1] = (excl + x0) + x1;
 }
 
-// e^x. FAST: ex2.approx with subnormal results flushed to zero (one multiply and one
-// MUFU; __expf also scales subnormal results, three more instructions an exponential,
-// for values that round to zero in the f16 products anyway), else the accurate expf.
+// e^x. FAST: exp_ftz (gdn/f16_mma.cuh), else the accurate expf.
 template <bool FAST>
-__device__ __forceinline__ float chunk_exp(float x) {
-    if (FAST) {
-        float y;
-        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-        return y;
-    }
-    return expf(x);
-}
+__device__ __forceinline__ float chunk_exp(float x) { return FAST ? exp_ftz(x) : expf(x); }
 
 // From the Gram products' m16n8 accumulators of rows r0..r0+15 (n-tiles below ntc):
 // A[t][s] = beta_t (k_t.k_s) e^(G_t - G_s) (s < t) into As by warps 0-3, and
@@ -84,29 +76,37 @@ __device__ __forceinline__ void chunk_scale_gram(const float (&acc)[8][4], int w
 // step s the owner of row s broadcasts the finished T[s][j] and every thread updates its
 // rows below s (independent FMAs: the chain is one shuffle and one FMA a step). A is read
 // two steps at a time, A[t][s] and A[t][s + 1] in one 8-byte load (LDT even): the loads
-// were a third of the stage's instructions (bench/gdn run 25). The FMAs are the same, in
-// the same order.
+// were a third of the stage's instructions (bench/gdn run 25). T[s][j] = 0 for s < j, so
+// the steps before a warp's first column change nothing in it: a warp (columns j0..j0+7,
+// j = tid / 4) starts at step j0, and the warps share out ~56% of the steps that all of
+// them took (run 26). The FMAs that remain are the same, in the same order.
 __device__ __forceinline__ void chunk_inverse_column(const float* As, int j, int p, int lane,
                                                      float (&x)[16]) {
-    static_assert(LDT % 2 == 0 && CH % 2 == 0, "A's pairs are 8-byte aligned");
+    static_assert(LDT % 2 == 0 && CH % 8 == 0, "A's pairs are 8-byte aligned");
+    const int j0 = j & ~7;   // the warp's first column (8 columns a warp)
 #pragma unroll
     for (int m = 0; m < 16; ++m) x[m] = p + 4 * m == j ? 1.0f : 0.0f;
 #pragma unroll
-    for (int s = 0; s < CH - 1; s += 2) {
-        float2 a[16];
+    for (int s8 = 0; s8 < CH; s8 += 8) {
+        if (__all_sync(0xffffffffu, s8 < j0)) continue;   // a vote: the compiler sees one path
 #pragma unroll
-        for (int m = s >> 2; m < 16; ++m)
-            a[m] = *reinterpret_cast<const float2*>(As + (p + 4 * m) * LDT + s);
-        const float xs = __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | (s & 3));
+        for (int s = s8; s < s8 + 8; s += 2) {
+            float2 a[16];
 #pragma unroll
-        for (int m = s >> 2; m < 16; ++m) {
-            if (p + 4 * m > s) x[m] = fmaf(-a[m].x, xs, x[m]);
-        }
-        if (s + 1 < CH - 1) {
-            const float xs1 = __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | ((s + 1) & 3));
+            for (int m = s >> 2; m < 16; ++m)
+                a[m] = *reinterpret_cast<const float2*>(As + (p + 4 * m) * LDT + s);
+            const float xs = __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | (s & 3));
 #pragma unroll
             for (int m = s >> 2; m < 16; ++m) {
-                if (p + 4 * m > s + 1) x[m] = fmaf(-a[m].y, xs1, x[m]);
+                if (p + 4 * m > s) x[m] = fmaf(-a[m].x, xs, x[m]);
+            }
+            if (s + 1 < CH - 1) {
+                const float xs1 =
+                    __shfl_sync(0xffffffffu, x[s >> 2], (lane & ~3) | ((s + 1) & 3));
+#pragma unroll
+                for (int m = s >> 2; m < 16; ++m) {
+                    if (p + 4 * m > s + 1) x[m] = fmaf(-a[m].y, xs1, x[m]);
+                }
             }
         }
     }

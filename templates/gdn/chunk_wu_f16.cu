@@ -21,7 +21,7 @@
   What differs from chunk_wu_tc.cuh, and why: every product's fragment is one ldmatrix
   (the TF32 stage issues a scalar shared load and a conversion per element), K is read
   from global memory once (the TF32 stage reloads it as a right-hand side), and the
-  exponentials are ex2.approx (__expf) rather than the accurate expf.
+  exponentials are ex2.approx (exp_ftz) rather than the accurate expf.
   grid (ceil(T/64), HV, seqs), 256 threads, three blocks per SM (<= 80 registers; dynamic
   shared memory 71 KB: chunk_wu_f16_smem in src/ops/gdn/mod.rs). Needs dk, dv <= 128.
 #}
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
         const int j = tid >> 2, p = tid & 3;
         float x[16];
         chunk_inverse_column(As, j, p, lane, x);
-        const float f2 = bts[j], f1 = f2 * __expf(gcs[j]);
+        const float f2 = bts[j], f1 = f2 * exp_ftz(gcs[j]);
 #pragma unroll
         for (int m = 0; m < 16; ++m) {
             T1h[(p + 4 * m) * LDTH + j] = f32_to_f16(x[m] * f1);

@@ -1,6 +1,6 @@
 // f16 tensor-core helpers of the chunked prefill (gdn/chunk_f16.cu, gdn/chunk_wu_f16.cu):
 // ldmatrix fragment loads, mma.sync m16n8k16 with f16 operands and f32 accumulation,
-// f32 -> f16 packing and 16- and 4-byte cp.async. Fragment layouts: common/mma.cuh.
+// f32 -> f16 packing, 16- and 4-byte cp.async and a fast e^x. Fragment layouts: common/mma.cuh.
 #ifndef NINFER_GDN_F16_MMA
 #define NINFER_GDN_F16_MMA
 {% include "common/types.cuh" %}
@@ -47,6 +47,15 @@ __device__ __forceinline__ void cp4(void* dst, const void* src, bool in) {
     const u32 to = (u32)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
                  :: "r"(to), "l"(src), "r"(in ? 4 : 0) : "memory");
+}
+
+// e^x as ex2.approx with subnormal results flushed to zero: one multiply and one MUFU
+// (__expf also scales subnormal results, three more instructions; expf's accurate path
+// about fifteen). For the f16 stages' gates and decays, whose products are rounded to f16.
+__device__ __forceinline__ float exp_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
 }
 
 #endif  // NINFER_GDN_F16_MMA
