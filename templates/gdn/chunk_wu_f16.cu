@@ -74,16 +74,27 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
     // past dk), waited for before the Gram products.
     const bool vec_k = (dk & 7) == 0, vec_v = (dv & 7) == 0;
     constexpr int PERK = (CH * DMAX / 8) / NT;
-    if (vec_k) {
+    // Thread tid copies 16 bytes at row tid / (DMAX / 8) + (NT / (DMAX / 8)) it, column
+    // 8 (tid % (DMAX / 8)) of K, Q and V. Each copy's source is a chunk base (the block's)
+    // plus the thread's offset in 32 bits (at most CH rows of one head's inputs), and a whole
+    // chunk of full rows takes a path with no bounds tests (the f16 scan's prefetch does the
+    // same, bench/gdn run 25; here run 27).
+    const int tw = tid / (DMAX / 8), iw = (tid % (DMAX / 8)) * 8;
+    const f16_t* kc = k_in + (tok0 * hk + kh) * dk;   // row 0 of the chunk, this key head
+    const f16_t* qc = q_in + (tok0 * hk + kh) * dk;
+    const int krow = hk * dk;
+    auto copy_kq = [&](bool full) {
 #pragma unroll
         for (int it = 0; it < PERK; ++it) {
-            const int e = tid + it * NT;
-            const int t = e / (DMAX / 8), i = (e % (DMAX / 8)) * 8;
-            const bool in = t < tc && i < dk;
-            const long long o = ((tok0 + t) * hk + kh) * dk + i;
-            cp16(Kh + t * LDH + i, in ? k_in + o : k_in, in);
-            cp16(Qh + t * LDH + i, in ? q_in + o : q_in, in);
+            const int t = tw + it * (NT / (DMAX / 8));
+            const bool in = full || (t < tc && iw < dk);
+            cp16(Kh + t * LDH + iw, in ? kc + (t * krow + iw) : k_in, in);
+            cp16(Qh + t * LDH + iw, in ? qc + (t * krow + iw) : q_in, in);
         }
+    };
+    if (vec_k) {
+        if (tc == CH && dk == DMAX) copy_kq(true);
+        else copy_kq(false);
     } else {
         for (int e = tid; e < CH * DMAX; e += NT) {
             const int t = e / DMAX, i = e % DMAX;
@@ -132,13 +143,18 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
         // V's rows over Q's (zero-filled past tc and past dv), read in step 4: its copies
         // fly through the A and P scaling and the inverse.
         if (vec_v) {
+            const f16_t* vc = v_in + (tok0 * hv + h) * dv;   // row 0 of the chunk, this head
+            const int vrow = hv * dv;
+            auto copy_v = [&](bool full) {
 #pragma unroll
-            for (int it = 0; it < PERK; ++it) {
-                const int e = tid + it * NT;
-                const int t = e / (DMAX / 8), c = (e % (DMAX / 8)) * 8;
-                const bool in = t < tc && c < dv;
-                cp16(Vh + t * LDH + c, in ? v_in + ((tok0 + t) * hv + h) * dv + c : v_in, in);
-            }
+                for (int it = 0; it < PERK; ++it) {
+                    const int t = tw + it * (NT / (DMAX / 8));
+                    const bool in = full || (t < tc && iw < dv);
+                    cp16(Vh + t * LDH + iw, in ? vc + (t * vrow + iw) : v_in, in);
+                }
+            };
+            if (tc == CH && dv == DMAX) copy_v(true);
+            else copy_v(false);
             asm volatile("cp.async.commit_group;\n" ::: "memory");
         } else {
             for (int e = tid; e < CH * DMAX; e += NT) {
