@@ -10,6 +10,11 @@
 #                         /tmp/NAME-EX and prints that path
 #   left S                seconds left of LIMIT since T0, at most S (at least 1): a timeout.
 #   t MSG                 prints the seconds since T0 and MSG.
+#   job_compare_gdn [MINI]  `ninfer compare` ($B) against the cpu backend on the three GDN
+#                         fixtures (16 tokens after a long prompt), and with MINI=mini also
+#                         the bf16 qwen3.6-mini at 1 and 8 lanes (its 300-token prompt on
+#                         the fast prefill route), appended to $O/compare.txt; a FAILED line
+#                         for each that fails (bench/gdn runs 25 on; earlier jobs inline it).
 # The earlier jobs (v25-v31) inline the same steps; they stay as they ran.
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -35,4 +40,18 @@ job_use() {
     B=/tmp/$1-ninfer
     export NINFER_REV="$(cat .gpu/$1/REV)"
     export NINFER_CACHE_DIR=/tmp/$1-cache
+}
+job_compare_gdn() {
+    local fx lanes
+    local long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools."
+    for fx in qwen35_r2 qwen3_next qwen35_moe; do
+        timeout $(left 40) $B compare --model tests/fixtures/tiny/$fx --prompt "$long" --tokens 16 \
+            >> $O/compare.txt 2>&1 || echo "FAILED $fx" >> $O/compare.txt
+    done
+    [ "${1:-}" = mini ] || return 0
+    for lanes in 1 8; do
+        timeout $(left 60) $B compare --synthetic qwen3.6-mini --synthetic-prompt 300 --tokens 16 \
+            --activations bf16 --lanes $lanes --tolerance 5e-2 --near-ties 4 >> $O/compare.txt 2>&1 \
+            || echo "FAILED qwen3.6-mini lanes $lanes" >> $O/compare.txt
+    done
 }

@@ -45,14 +45,7 @@ fi
 bench main2 $BT
 bench ${LAST}2 $V/$LAST/templates
 export NINFER_TEMPLATES=$V/$LAST/templates
-long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools."
-for fx in qwen35_r2 qwen3_next qwen35_moe; do
-  timeout $(left 40) $B compare --model tests/fixtures/tiny/$fx --prompt "$long" --tokens 16 >> $O/compare.txt 2>&1 || echo "FAILED $fx" >> $O/compare.txt
-done
-for lanes in 1 8; do
-  timeout $(left 60) $B compare --synthetic qwen3.6-mini --synthetic-prompt 300 --tokens 16 \
-      --activations bf16 --lanes $lanes --tolerance 5e-2 --near-ties 4 >> $O/compare.txt 2>&1 || echo "FAILED qwen3.6-mini lanes $lanes" >> $O/compare.txt
-done
+job_compare_gdn mini
 unset NINFER_TEMPLATES
 t "compare"
 tar czf $OUT/r$RUN.tgz -C /tmp r23-out

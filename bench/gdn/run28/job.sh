@@ -21,10 +21,7 @@ bench() {   # bench NAME TPW
   t "bench $1"
 }
 bench t4 4; bench t8 8; bench t16 16; bench t4b 4; bench t16b 16
-long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools."
-for fx in qwen35_r2 qwen3_next qwen35_moe; do
-  NINFER_PREP_TPW=16 timeout $(left 40) $B compare --model tests/fixtures/tiny/$fx --prompt "$long" --tokens 16 >> $O/compare.txt 2>&1 || echo "FAILED $fx" >> $O/compare.txt
-done
+NINFER_PREP_TPW=16 job_compare_gdn
 t "compare"
 tar czf $OUT/r28.tgz -C /tmp r28-out
 {
