@@ -27,14 +27,7 @@ job_use r23; bench $G0 base
 job_use r24; bench $G b
 job_use r23; bench $G0 base2
 job_use r24
-long="The history of the city begins with a small settlement on the river, where traders from the north and the south met every spring to exchange salt, furs, grain and iron tools."
-for fx in qwen35_r2 qwen3_next qwen35_moe; do
-  timeout $(left 40) $B compare --model tests/fixtures/tiny/$fx --prompt "$long" --tokens 16 >> $O/compare.txt 2>&1 || echo "FAILED $fx" >> $O/compare.txt
-done
-for lanes in 1 8; do
-  timeout $(left 60) $B compare --synthetic qwen3.6-mini --synthetic-prompt 300 --tokens 16 \
-      --activations bf16 --lanes $lanes --tolerance 5e-2 --near-ties 4 >> $O/compare.txt 2>&1 || echo "FAILED qwen3.6-mini lanes $lanes" >> $O/compare.txt
-done
+job_compare_gdn mini
 t "compare"
 tar czf $OUT/r24.tgz -C /tmp r24-out
 cp $O/compare.txt $OUT/
