@@ -1122,7 +1122,7 @@ impl CudaBackend {
             let inexact = self.opts.act == LinearActivations::Bf16
                 || self.prefill.as_deref().is_some_and(|p| p.is_on());
             let stages = match inexact {
-                true => gdn::PrefillStages::FAST,
+                true => gdn::PrefillStages::fastest(&self.gpu, &d),
                 false => gdn::PrefillStages::ALL,
             };
             let mut ws = ok(

@@ -311,7 +311,7 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
     let (gpu, d) = (ctx.gpu, w.dims);
     let mut out = Vec::new();
     for t in [512usize, 4096] {
-        for route in PrefillStages::ROUTES {
+        for route in PrefillStages::ROUTES.into_iter().filter(|r| r.runs_on(gpu, &d)) {
             for ty in StateType::ALL {
                 let us = time_prefill_stages(gpu, w, ty, t, route)?;
                 let bytes = (t * (d.conv_dim() + 2 * d.hv + d.value_dim()) * 4) as f64
@@ -335,6 +335,7 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             wu_math: math,
             scan_math: math,
             scan_bufs: 2,
+            scan_wgmma: false,
         };
         let mut stages = vec![
             (
@@ -371,6 +372,10 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             stages.push((format!("chunk_scan_f16_v{dvt}"), s));
             let s = s.with_scan(dvt, 1);
             stages.push((format!("chunk_scan_f16_v{dvt}_b1"), s));
+        }
+        let wg = one(false, false, true, 64, ChunkMath::F16).with_wgmma_scan();
+        if wg.runs_on(gpu, &d) {
+            stages.push(("chunk_scan_wg_v64".to_string(), wg));
         }
         for (name, stages) in stages {
             let us = time_prefill_stages(gpu, w, StateType::F32, t, stages)?;

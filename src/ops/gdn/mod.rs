@@ -670,6 +670,30 @@ fn chunk_f16_smem(dvt: usize, bufs: usize) -> usize {
     2 * (bufs * (3 * c * (d + 8) + c * (c + 8)) + d * lv + 2 * c * lv) + 4 * bufs * c * (lv + 1)
 }
 
+/// The f16 scan on warpgroup tensor cores (sm_90a; `gdn/chunk_wg.cu`): 64 columns of S a
+/// block, `stages` chunks' inputs in flight.
+fn chunk_wg_spec(stages: usize) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_chunk_wg",
+        "gdn/chunk_wg.cu",
+        format!("gdn_chunk_scan_wg_d{CHUNK_DKMAX}_v64_s{stages}"),
+    )
+    .param("stages", stages)
+    .arch_specific()
+}
+
+/// Input stages of the wgmma scan.
+const CHUNK_WG_STAGES: usize = 2;
+
+/// Dynamic shared memory of the wgmma scan: `stages` x (W, Q, K, P in the 128-byte
+/// swizzle, U's tile, G) rounded to 1 KB, and 1 KB to align the first (see
+/// `gdn/chunk_wg.cu`).
+fn chunk_wg_smem(stages: usize) -> usize {
+    let (c, d, v) = (64, CHUNK_DKMAX, 64);
+    let stage = (3 * c * d * 2 + c * 128 + c * v * 4 + c * 4).div_ceil(1024) * 1024;
+    stages * stage + 1024
+}
+
 /// Dynamic shared memory of the `wu` stage: q and k slices, A, the solve's columns, G and
 /// beta (see `gdn/chunk.cu`).
 fn chunk_wu_smem() -> usize {
@@ -731,6 +755,7 @@ pub fn instantiations() -> Vec<KernelSpec> {
         }
     }
     specs.push(chunk_wu_f16_spec());
+    specs.push(chunk_wg_spec(CHUNK_WG_STAGES));
     for dvt in CHUNK_F16_DVTS {
         specs.push(chunk_f16_spec(dvt, 2));
         specs.push(chunk_f16_spec(dvt, 1));
@@ -1434,8 +1459,12 @@ pub struct PrefillStages {
     pub wu_math: ChunkMath,
     /// The scan's arithmetic.
     pub scan_math: ChunkMath,
-    /// Input buffers of the f16 scan (2, or 1: see `gdn/chunk_f16.cu`).
+    /// Input buffers of the f16 scan (2, or 1: see `gdn/chunk_f16.cu`; the wgmma scan's
+    /// stages).
     pub scan_bufs: usize,
+    /// The f16 scan on warpgroup tensor cores (`gdn/chunk_wg.cu`, sm_90a only, 64
+    /// columns a block): see [`PrefillStages::runs_on`].
+    pub scan_wgmma: bool,
 }
 
 /// One chunk stage's kernel as a route launches it.
@@ -1479,6 +1508,38 @@ impl PrefillStages {
             wu_math: wu,
             scan_math: scan,
             scan_bufs: 2,
+            scan_wgmma: false,
+        }
+    }
+
+    /// The f16 route with its scan on warpgroup tensor cores.
+    pub const fn with_wgmma_scan(self) -> PrefillStages {
+        assert!(self.scan_math as u8 == ChunkMath::F16 as u8);
+        PrefillStages {
+            scan_dvt: 64,
+            scan_bufs: CHUNK_WG_STAGES,
+            scan_wgmma: true,
+            ..self
+        }
+    }
+
+    /// Whether the route's kernels run on `gpu` at `d`: the wgmma scan needs sm_90 and dk
+    /// <= 128 a multiple of 8, dv a multiple of 4 (its 16-byte copies); the others run
+    /// anywhere the prefill does.
+    pub fn runs_on(&self, gpu: &Gpu, d: &GdnDims) -> bool {
+        !self.scan_wgmma
+            || (gpu.props().compute_capability == (9, 0)
+                && d.dk <= CHUNK_DKMAX
+                && d.dk.is_multiple_of(8)
+                && d.dv.is_multiple_of(4))
+    }
+
+    /// [`PrefillStages::FAST`] with its scan on warpgroup tensor cores where that runs.
+    pub fn fastest(gpu: &Gpu, d: &GdnDims) -> PrefillStages {
+        let wg = PrefillStages::FAST.with_wgmma_scan();
+        match wg.runs_on(gpu, d) {
+            true => wg,
+            false => PrefillStages::FAST,
         }
     }
 
@@ -1493,7 +1554,7 @@ impl PrefillStages {
 
     /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
     /// tensor cores, both chunk stages on tensor cores (TF32, 3xTF32, f16).
-    pub const ROUTES: [PrefillStages; 7] = [
+    pub const ROUTES: [PrefillStages; 8] = [
         PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32x3),
@@ -1501,6 +1562,7 @@ impl PrefillStages {
         PrefillStages::route(ChunkMath::Tf32x3, ChunkMath::Tf32x3),
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16),
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16).with_scan(32, 1),
+        PrefillStages::route(ChunkMath::F16, ChunkMath::F16).with_wgmma_scan(),
     ];
 
     /// Whether the stages pass q, k, v, W and P as f16 (the f16 chunk stages take them as
@@ -1511,7 +1573,9 @@ impl PrefillStages {
 
     /// A short name: `f32`, `wu f32 + scan tf32`, ...
     pub fn math_name(&self) -> String {
-        if self.scan_bufs == 1 {
+        if self.scan_wgmma {
+            format!("{} (scan wgmma)", self.wu_math.short())
+        } else if self.scan_bufs == 1 {
             format!(
                 "{} (scan v{}, one buffer)",
                 self.wu_math.short(),
@@ -1550,6 +1614,11 @@ impl PrefillStages {
                 spec: chunk_scan_spec(dvt),
                 smem: chunk_scan_smem(dvt),
                 threads: 256,
+            },
+            ChunkMath::F16 if self.scan_wgmma => StageKernel {
+                spec: chunk_wg_spec(self.scan_bufs),
+                smem: chunk_wg_smem(self.scan_bufs),
+                threads: 128,
             },
             ChunkMath::F16 => StageKernel {
                 spec: chunk_f16_spec(dvt, self.scan_bufs),

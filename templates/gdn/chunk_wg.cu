@@ -1,0 +1,345 @@
+{#
+  GDN chunked prefill's scan on Hopper's warpgroup tensor cores (wgmma, sm_90a): the
+  algebra, inputs, outputs and roundings of gdn/chunk_f16.cu (W, Q, K, P f16 from the f16
+  `wu`, U and G f32; S and V' rounded to f16 as operands; f32 accumulation), with the
+  products turned around so that every per-chunk intermediate stays in registers:
+
+    (W S)^T = S^T W^T,  (Q S)^T = S^T Q^T        (M = dvt columns of S, N = 64 tokens, K = dk)
+    V'^T = U^T - (W S)^T
+    o^T = e^G (Q S)^T + V'^T P^T                 (K = tokens)
+    S^T <- e^(G_last) S^T + (diag(dec) V')^T K   (N = dk, K = tokens)
+
+  One warpgroup a block holds S^T for 64 columns of S (warp w: columns 16w..16w+15, every
+  row i of dk) as f32 accumulators. An accumulator tile of m16 x n16 is, element for
+  element, the A fragment of an m16 x k16 product (the mma and wgmma fragment layouts), so
+  S^T (rounded to f16) is the A operand of the two wgmmas over dk, and V'^T and
+  (diag(dec) V')^T, made in the registers of (W S)^T, are the A operands of P's wgmma and
+  of the update. Only W, Q and P are read from shared memory by the tensor cores (once a
+  warpgroup, not once a warp), and K by ldmatrix for the update (mma.sync: K is stored
+  token-major, the update contracts over tokens). Why (bench/gdn run 27's ncu, H200): the
+  mma.sync scan moved ~4,500 shared-memory wavefronts a chunk (every warp reading its A
+  tiles, S's and V''s f16 copies written and read back each chunk) and its chunk took
+  ~3.4 us, against ~0.6 us of tensor work.
+
+  Shared memory: `stages` buffers of one chunk's inputs by cp.async, each operand in the
+  128-byte swizzle (16-byte piece p of 128-byte row r at piece p ^ (r % 8)) that the wgmma
+  descriptors name: W, Q, K as two 64-column halves of dk, [64 tokens][128 B] each; P
+  [64][128 B]; U's tile [64][64] f32 with piece u of row t at u ^ 2 ((t / 2) % 4) (the
+  transposed reads of V' then hit 32 banks); G [64]. Chunk c's copies go out at the top of
+  chunk c - stages + 1, after the barrier that frees their buffer.
+
+  Limits: dk <= 128 and a multiple of 8, dv a multiple of 4 (16-byte copies; rows and
+  columns past dk, dv and T are zero-filled, so they add nothing). grid (ceil(dv / 64), HV,
+  seqs), 128 threads, dynamic shared memory chunk_wg_smem in src/ops/gdn/mod.rs. Built for
+  another target than sm_90a the kernel is a stub that traps (the route is Hopper's only).
+#}
+{% include "gdn/f16_mma.cuh" %}
+#define CH 64
+#define DKMAX 128
+#define DVT 64
+#define NSTAGE {{ stages }}
+// Byte offsets in a stage (each operand 1024-aligned: the swizzle repeats every 8 rows).
+#define HALF_BYTES (CH * 128)             // a 64-column half of W, Q or K
+#define OFF_W 0
+#define OFF_Q (2 * HALF_BYTES)
+#define OFF_K (4 * HALF_BYTES)
+#define OFF_P (6 * HALF_BYTES)
+#define OFF_U (OFF_P + CH * 128)
+#define OFF_G (OFF_U + CH * DVT * 4)
+#define STAGE_BYTES (((OFF_G + CH * 4) + 1023) / 1024 * 1024)
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define NINFER_WGMMA 1
+#else
+#define NINFER_WGMMA 0
+#endif
+
+#if NINFER_WGMMA
+// Shared-memory descriptor of a K-major operand in the 128-byte swizzle, 8-row atoms 1024
+// bytes apart (stride byte offset; the leading one is unused for this layout).
+__device__ __forceinline__ u64 wg_desc(u32 addr) {
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(16 >> 4) << 16) | ((u64)(1024 >> 4) << 32) |
+           (1ull << 62);
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+// d (64 x 64 f32, the warpgroup's accumulators) += A (64 x 16 f16, registers) B (16 x 64,
+// K-major in shared memory, descriptor db).
+__device__ __forceinline__ void wg_m64n64k16(float (&d)[32], const u32 (&a)[4], u64 db) {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{ {% for i in range(end=32) %}%{{ i }}{% if not loop.last %}, {% endif %}{% endfor %} }, "
+        "{ %32, %33, %34, %35 }, %36, 1, 1, 1, 0;\n"
+        "}\n"
+        : {% for i in range(end=32) %}"+f"(d[{{ i }}]){% if not loop.last %}, {% endif %}{% endfor %}
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+// Orders the accumulators (or A fragments) against the wgmma fence and waits: the compiler
+// sees a wgmma's registers as read and written when it is issued, not when it completes.
+__device__ __forceinline__ void pin(float (&d)[32]) {
+#pragma unroll
+    for (int e = 0; e < 32; ++e) asm volatile("" : "+f"(d[e])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void pin(u32 (&a)[N][4]) {
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[k][e])::"memory");
+}
+#endif  // NINFER_WGMMA
+
+// Byte offset of 16-byte piece p (0..7) of row r of a 128-byte-row swizzled operand.
+__device__ __forceinline__ u32 swz(int r, int p) { return (u32)(r * 128 + ((p ^ (r & 7)) << 4)); }
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+{{ kernel_name }}(const f16_t* __restrict__ q_in,
+                  const f16_t* __restrict__ k_in,
+                  const f16_t* __restrict__ w_in,
+                  const float* __restrict__ u_in,
+                  const f16_t* __restrict__ p_in,
+                  const float* __restrict__ gc_in,
+                  float* state,
+                  float* __restrict__ out,
+                  int T, int hk, int hv, int dk, int dv)
+{
+#if !NINFER_WGMMA
+    __trap();
+#else
+    extern __shared__ uint4 smem4[];
+    const u32 raw_base = (u32)__cvta_generic_to_shared(smem4);
+    const u32 base = (raw_base + 1023u) & ~1023u;
+    u8* const smem = (u8*)smem4 + (base - raw_base);
+
+    const int seq = blockIdx.z, h = blockIdx.y;
+    const int kh = h / (hv / hk);
+    const int j0 = blockIdx.x * DVT;
+    const int nj = min(DVT, dv - j0);
+    const int tid = threadIdx.x;
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const long long sbase = ((long long)seq * hv + h) * dv;
+    // This thread's rows of S^T: columns jr[r] = 16 warp + g + 8 r of S.
+    const int jw = 16 * warp + g;
+
+    // S^T in registers: cs[n] is the accumulator tile of rows jw (+8), columns i = 8n + 2 t4
+    // (+1). Rows past nj and columns past dk are zero and stay zero.
+    float cs[16][4];
+#pragma unroll
+    for (int n = 0; n < 16; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int j = jw + 8 * (e >> 1), i = 8 * n + 2 * t4 + (e & 1);
+            cs[n][e] = (j < nj && i < dk) ? state[(sbase + j0 + j) * dk + i] : 0.0f;
+        }
+    }
+    // S^T as f16 A fragments over dk (k-step kk: tiles 2kk and 2kk + 1).
+    u32 sa[8][4];
+    auto pack_s = [&]() {
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            sa[kk][0] = f16x2(cs[2 * kk][0], cs[2 * kk][1]);
+            sa[kk][1] = f16x2(cs[2 * kk][2], cs[2 * kk][3]);
+            sa[kk][2] = f16x2(cs[2 * kk + 1][0], cs[2 * kk + 1][1]);
+            sa[kk][3] = f16x2(cs[2 * kk + 1][2], cs[2 * kk + 1][3]);
+        }
+    };
+    pack_s();
+
+    // Row strides (elements) of the token-major inputs.
+    const long long wrow = (long long)hv * dk, qrow = (long long)hk * dk;
+    const long long urow = (long long)hv * dv, prow = (long long)hv * CH;
+    // The copies: W, Q, K piece (row tid / 16 + 8 it, 16-byte piece tid % 16 of dk: half
+    // (tid % 16) / 8), P piece (row tid / 8 + 16 it, piece tid % 8), U piece (row tid / 16 +
+    // 8 it, 4 columns 4 (tid % 16)). A thread's rows differ by multiples of 8, so each of its
+    // destinations is one offset plus whole rows.
+    const int rw = tid >> 4, qw = tid & 15, rp = tid >> 3, pp = tid & 7;
+    const int offw = rw * (int)wrow + h * dk + 8 * qw, offq = rw * (int)qrow + kh * dk + 8 * qw;
+    const int offp = rp * (int)prow + h * CH + 8 * pp, offu = rw * (int)urow + h * dv + j0 + 4 * qw;
+    const u32 dw = (qw >> 3) * HALF_BYTES + swz(rw, qw & 7);
+    const u32 dp = swz(rp, pp);
+    const u32 du = rw * (DVT * 4) + ((qw ^ (2 * ((rw >> 1) & 3))) << 4);
+    auto fetch_as = [&](int t0, int stage, bool whole) {
+        const int tc = min(CH, T - t0);
+        const long long tok0 = (long long)seq * T + t0;
+        u8* sb = smem + stage * STAGE_BYTES;
+        const f16_t* wc = w_in + tok0 * wrow;
+        const f16_t* qc = q_in + tok0 * qrow;
+        const f16_t* kc = k_in + tok0 * qrow;
+        const f16_t* pc = p_in + tok0 * prow;
+        const float* uc = u_in + tok0 * urow;
+#pragma unroll
+        for (int it = 0; it < 8; ++it) {
+            const bool in = whole || (rw + 8 * it < tc && 8 * qw < dk);
+            const u32 d = dw + it * 8 * 128;
+            cp16(sb + OFF_W + d, in ? wc + (offw + it * 8 * (int)wrow) : w_in, in);
+            cp16(sb + OFF_Q + d, in ? qc + (offq + it * 8 * (int)qrow) : q_in, in);
+            cp16(sb + OFF_K + d, in ? kc + (offq + it * 8 * (int)qrow) : k_in, in);
+        }
+#pragma unroll
+        for (int it = 0; it < 4; ++it) {
+            const bool in = whole || rp + 16 * it < tc;
+            cp16(sb + OFF_P + dp + it * 16 * 128, in ? pc + (offp + it * 16 * (int)prow) : p_in, in);
+        }
+#pragma unroll
+        for (int it = 0; it < 8; ++it) {
+            const bool in = whole || (rw + 8 * it < tc && 4 * qw < nj);
+            cp16(sb + OFF_U + du + it * 8 * (DVT * 4), in ? uc + (offu + it * 8 * (int)urow) : u_in, in);
+        }
+        if (tid < CH) {
+            const bool in = whole || tid < tc;
+            cp4(sb + OFF_G + 4 * tid, in ? gc_in + (tok0 + tid) * hv + h : gc_in, in);
+        }
+    };
+    auto whole_chunk = [&](int t0) { return T - t0 >= CH && dk == DKMAX && nj == DVT; };
+    auto fetch = [&](int t0, int stage) {
+        if (t0 < T) {
+            if (whole_chunk(t0)) fetch_as(t0, stage, true);
+            else fetch_as(t0, stage, false);
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");   // (empty past T: even count)
+    };
+#pragma unroll
+    for (int s = 0; s + 1 < NSTAGE; ++s) fetch(s * CH, s);
+
+    // ldmatrix.trans row addresses of K for the update (B stored [token][i]): token row
+    // (l % 8) + 8 ((l / 8) % 2), i column 8 (l / 16) of a 16-column pair.
+    const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = lane >> 4;
+
+    int stage = 0;
+    for (int t0 = 0; t0 < T; t0 += CH) {
+        const int tc = min(CH, T - t0);
+        const long long tok0 = (long long)seq * T + t0;
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(NSTAGE - 2) : "memory");
+        // The copies are generic-proxy writes; wgmma reads through the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        // Chunk c's inputs are in place, and every warp is done with chunk c - 1 (its
+        // wgmmas waited for): its buffer takes chunk c + NSTAGE - 1.
+        __syncthreads();
+        fetch(t0 + (NSTAGE - 1) * CH, (stage + NSTAGE - 1) % NSTAGE);
+
+        u8* sb = smem + stage * STAGE_BYTES;
+        const u32 sbs = base + stage * STAGE_BYTES;   // its shared-window address
+        const float* gs = reinterpret_cast<const float*>(sb + OFF_G);
+        const float* us = reinterpret_cast<const float*>(sb + OFF_U);
+
+        // (W S)^T and (Q S)^T: eight k-steps over dk each, S^T from registers.
+        float cw[32], cq[32];
+#pragma unroll
+        for (int e = 0; e < 32; ++e) { cw[e] = 0.0f; cq[e] = 0.0f; }
+        pin(cw);
+        pin(cq);
+        pin(sa);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk)
+            wg_m64n64k16(cw, sa[kk], wg_desc(sbs + OFF_W + (kk >> 2) * HALF_BYTES + (kk & 3) * 32));
+        wg_commit();
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk)
+            wg_m64n64k16(cq, sa[kk], wg_desc(sbs + OFF_Q + (kk >> 2) * HALF_BYTES + (kk & 3) * 32));
+        wg_commit();
+
+        // Gates of this thread's tokens t = 8x + 2 t4 + b: e^(G_t) and dec_t = e^(G_last - G_t)
+        // (zero past tc, as the rows of W and U).
+        const float gl = gs[tc - 1];
+        float eg[8][2], dec[8][2];
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+#pragma unroll
+            for (int b = 0; b < 2; ++b) {
+                const int t = 8 * x + 2 * t4 + b;
+                const float gt = gs[t];
+                eg[x][b] = exp_ftz(gt);
+                dec[x][b] = t < tc ? exp_ftz(gl - gt) : 0.0f;
+            }
+        }
+
+        wg_wait<1>();   // (W S)^T
+        pin(cw);
+        // V'^T = U^T - (W S)^T, as f16 A fragments over tokens (k-step kk: tiles 2kk, 2kk+1),
+        // plain (for P's product) and scaled by dec (for the update).
+        u32 va[4][4], vd[4][4];
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+            const int t = 8 * x + 2 * t4;
+            const int sw = 8 * t4;   // U's swizzle for rows t, t + 1: (t / 2) % 4 = t4
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int j = (jw + 8 * r) ^ sw;
+                const float v0 = us[t * DVT + j] - cw[4 * x + 2 * r];
+                const float v1 = us[(t + 1) * DVT + j] - cw[4 * x + 2 * r + 1];
+                va[x >> 1][(x & 1) * 2 + r] = f16x2(v0, v1);
+                vd[x >> 1][(x & 1) * 2 + r] = f16x2(dec[x][0] * v0, dec[x][1] * v1);
+            }
+        }
+
+        // S^T <- e^(G_last) S^T + (diag(dec) V')^T K: four k-steps over tokens, K by
+        // ldmatrix.trans (16 i columns a load: two n-tiles).
+        {
+            const float el = exp_ftz(gl);
+#pragma unroll
+            for (int n = 0; n < 16; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) cs[n][e] *= el;
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                const int t = 16 * kk + bk;
+#pragma unroll
+                for (int p = 0; p < 8; ++p) {
+                    u32 b[4];
+                    const u32 at = sbs + OFF_K + (p >> 2) * HALF_BYTES + swz(t, 2 * (p & 3) + bn);
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 { %0, %1, %2, %3 }, [%4];"
+                                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                                 : "r"(at));
+                    mma_f16(cs[2 * p], vd[kk], b);
+                    mma_f16(cs[2 * p + 1], vd[kk], b + 2);
+                }
+            }
+        }
+
+        wg_wait<0>();   // (Q S)^T: S^T's f16 fragments are free
+        pin(cq);
+        // o^T = e^G (Q S)^T + V'^T P^T.
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+            cq[4 * x] *= eg[x][0];
+            cq[4 * x + 1] *= eg[x][1];
+            cq[4 * x + 2] *= eg[x][0];
+            cq[4 * x + 3] *= eg[x][1];
+        }
+        pin(cq);
+        pin(va);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) wg_m64n64k16(cq, va[kk], wg_desc(sbs + OFF_P + kk * 32));
+        wg_commit();
+        pack_s();       // the next chunk's S^T fragments
+        wg_wait<0>();
+        pin(cq);
+
+        float* oc = out + tok0 * urow + (long long)h * dv + j0;
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int t = 8 * x + 2 * t4 + (e & 1), j = jw + 8 * (e >> 1);
+                if (t < tc && j < nj) oc[t * urow + j] = cq[4 * x + e];
+            }
+        }
+        stage = (stage + 1) % NSTAGE;
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#pragma unroll
+    for (int n = 0; n < 16; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int j = jw + 8 * (e >> 1), i = 8 * n + 2 * t4 + (e & 1);
+            if (j < nj && i < dk) state[(sbase + j0 + j) * dk + i] = cs[n][e];
+        }
+    }
+#endif  // NINFER_WGMMA
+}
