@@ -55,3 +55,73 @@ pub fn bf16_2d_swizzle128(
         .map_err(|e| GpuError::driver("encoding a TMA tensor map", e))?;
     Ok(map)
 }
+
+/// The element types of [`tiled_4d_swizzle128`]'s tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TmaElem {
+    F16,
+    F32,
+}
+
+impl TmaElem {
+    fn bytes(self) -> usize {
+        match self {
+            TmaElem::F16 => 2,
+            TmaElem::F32 => 4,
+        }
+    }
+}
+
+/// A 4-D tensor map (`dims` innermost first, row-major, dense: each dimension's stride is
+/// the product of the ones inside it) whose boxes of `boxes` elements land in shared
+/// memory in the 128-byte swizzle. Out-of-range elements of a box read as zero and are not
+/// written by stores.
+pub fn tiled_4d_swizzle128(
+    ptr: u64,
+    elem: TmaElem,
+    dims: [usize; 4],
+    boxes: [u32; 4],
+) -> Result<TensorMap, GpuError> {
+    let e = elem.bytes();
+    assert!(
+        boxes[0] as usize * e <= 128 && boxes.iter().all(|&b| (1..=256).contains(&b)),
+        "a swizzled TMA box is at most 128 bytes wide and 256 elements a dimension"
+    );
+    assert!(
+        ptr.is_multiple_of(16) && (dims[0] * e).is_multiple_of(16),
+        "TMA needs 16-byte aligned rows"
+    );
+    let gdims = dims.map(|d| d as u64);
+    let strides = [
+        (dims[0] * e) as u64,
+        (dims[0] * dims[1] * e) as u64,
+        (dims[0] * dims[1] * dims[2] * e) as u64,
+    ];
+    let elem_strides = [1u32; 4];
+    let ty = match elem {
+        TmaElem::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        TmaElem::F32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    };
+    // SAFETY: all-zero bits are a valid (unencoded) map; the driver fills it below.
+    let mut map: TensorMap = unsafe { std::mem::zeroed() };
+    // SAFETY: every array has the rank's length (strides one fewer), `map` is written.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            ty,
+            4,
+            ptr as *mut std::ffi::c_void,
+            gdims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            elem_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result()
+        .map_err(|e| GpuError::driver("encoding a TMA tensor map", e))?;
+    Ok(map)
+}

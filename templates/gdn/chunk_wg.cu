@@ -21,16 +21,22 @@
   tiles, S's and V''s f16 copies written and read back each chunk) and its chunk took
   ~3.4 us, against ~0.6 us of tensor work.
 
-  Shared memory: `stages` buffers of one chunk's inputs by cp.async, each operand in the
-  128-byte swizzle (16-byte piece p of 128-byte row r at piece p ^ (r % 8)) that the wgmma
-  descriptors name: W, Q, K as two 64-column halves of dk, [64 tokens][128 B] each; P
-  [64][128 B]; U's tile [64][64] f32 with piece u of row t at u ^ 2 ((t / 2) % 4) (the
-  transposed reads of V' then hit 32 banks); G [64]. Chunk c's copies go out at the top of
-  chunk c - stages + 1, after the barrier that frees their buffer.
+  Shared memory: `stages` buffers of one chunk's inputs, each brought by TMA (one thread
+  issues nine tensor copies on the buffer's mbarrier; G, too narrow for a box, by cp.async),
+  each operand in the 128-byte swizzle (16-byte piece p of 128-byte row r at piece p ^ (r %
+  8)) that the wgmma descriptors name: W, Q, K as two 64-column halves of dk, [64 tokens]
+  [128 B] each; P [64][128 B]; U's tile as two 32-column boxes [64][128 B] (the transposed
+  reads of V' then hit 32 banks); G [64]. Chunk c's copies go out at the top of chunk c -
+  stages + 1, after the barrier that frees their buffer. o^T goes to one of two staging
+  tiles (two 32-column boxes, same swizzle) and out by two TMA stores a chunk. Rows and
+  columns past T, dk and dv are zero-filled by the copies and clipped by the stores.
+  Why (bench/gdn run 33's ablations, H100, 4096 tokens): with 36 cp.async a thread a chunk
+  the copies cost 72 of the scan's 180 us, and o's 32 scalar stores a thread 68.
 
-  Limits: dk <= 128 and a multiple of 8, dv a multiple of 4 (16-byte copies; rows and
-  columns past dk, dv and T are zero-filled, so they add nothing). grid (ceil(dv / 64), HV,
-  seqs), 128 threads, dynamic shared memory chunk_wg_smem in src/ops/gdn/mod.rs. Built for
+  Limits: dk <= 128 and a multiple of 8, dv a multiple of 4 (TMA's 16-byte strides). grid
+  (ceil(dv / 64), HV, seqs), 128 threads, dynamic shared memory chunk_wg_smem in
+  src/ops/gdn/mod.rs; the tensor maps (4-D: columns, heads, tokens, sequences) are made by
+  `launch_wg_scan` there. Built for
   another target than sm_90a the kernel is a stub that traps (the route is Hopper's only).
 #}
 {% include "gdn/f16_mma.cuh" %}
@@ -47,6 +53,8 @@
 #define OFF_U (OFF_P + CH * 128)
 #define OFF_G (OFF_U + CH * DVT * 4)
 #define STAGE_BYTES (((OFF_G + CH * 4) + 1023) / 1024 * 1024)
+#define TMA_BYTES (OFF_G)                  // what a stage's tensor copies bring
+#define OUT_BYTES (CH * DVT * 4)           // one o staging tile (two 32-column boxes)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define NINFER_WGMMA 1
@@ -78,6 +86,39 @@ __device__ __forceinline__ void wg_m64n64k16(float (&d)[32], const u32 (&a)[4], 
         : {% for i in range(end=32) %}"+f"(d[{{ i }}]){% if not loop.last %}, {% endif %}{% endfor %}
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+// A TMA tensor map (CUtensorMap), passed by value.
+struct __align__(64) TmaMap {
+    u64 opaque[16];
+};
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT;\n"
+        "}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+// The box at (c0, c1, c2, c3) of `map` into shared `dst`, completing on `bar`.
+__device__ __forceinline__ void tma_load(u32 dst, const TmaMap& map, int c0, int c1, int c2, int c3, u32 bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %2, %3, %4, %5 }], [%6];"
+        ::"r"(dst), "l"((u64)&map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+// Shared `src` to the box at (c0, c1, c2, c3) of `map` (clipped to the tensor).
+__device__ __forceinline__ void tma_store(const TmaMap& map, int c0, int c1, int c2, int c3, u32 src) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, { %1, %2, %3, %4 }], [%5];"
+        ::"l"((u64)&map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // Orders the accumulators (or A fragments) against the wgmma fence and waits: the compiler
 // sees a wgmma's registers as read and written when it is issued, not when it completes.
 __device__ __forceinline__ void pin(float (&d)[32]) {
@@ -97,15 +138,15 @@ __device__ __forceinline__ void pin(u32 (&a)[N][4]) {
 __device__ __forceinline__ u32 swz(int r, int p) { return (u32)(r * 128 + ((p ^ (r & 7)) << 4)); }
 
 extern "C" __global__ void __launch_bounds__(128, 1)
-{{ kernel_name }}(const f16_t* __restrict__ q_in,
-                  const f16_t* __restrict__ k_in,
-                  const f16_t* __restrict__ w_in,
-                  const float* __restrict__ u_in,
-                  const f16_t* __restrict__ p_in,
-                  const float* __restrict__ gc_in,
+{{ kernel_name }}(const float* __restrict__ gc_in,
                   float* state,
-                  float* __restrict__ out,
-                  int T, int hk, int hv, int dk, int dv)
+                  int T, int hk, int hv, int dk, int dv,
+                  const __grid_constant__ TmaMap wmap,   // W [seqs][T][HV][dk] f16, boxes 64 x 64
+                  const __grid_constant__ TmaMap qmap,   // q [seqs][T][HK][dk] f16
+                  const __grid_constant__ TmaMap kmap,   // k, as q
+                  const __grid_constant__ TmaMap pmap,   // P [seqs][T][HV][64] f16
+                  const __grid_constant__ TmaMap umap,   // U [seqs][T][HV][dv] f32, boxes 32 x 64
+                  const __grid_constant__ TmaMap omap)   // o, as U
 {
 #if !NINFER_WGMMA
     __trap();
@@ -149,58 +190,38 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     };
     pack_s();
 
-    // Row strides (elements) of the token-major inputs.
-    const long long wrow = (long long)hv * dk, qrow = (long long)hk * dk;
-    const long long urow = (long long)hv * dv, prow = (long long)hv * CH;
-    // The copies: W, Q, K piece (row tid / 16 + 8 it, 16-byte piece tid % 16 of dk: half
-    // (tid % 16) / 8), P piece (row tid / 8 + 16 it, piece tid % 8), U piece (row tid / 16 +
-    // 8 it, 4 columns 4 (tid % 16)). A thread's rows differ by multiples of 8, so each of its
-    // destinations is one offset plus whole rows.
-    const int rw = tid >> 4, qw = tid & 15, rp = tid >> 3, pp = tid & 7;
-    const int offw = rw * (int)wrow + h * dk + 8 * qw, offq = rw * (int)qrow + kh * dk + 8 * qw;
-    const int offp = rp * (int)prow + h * CH + 8 * pp, offu = rw * (int)urow + h * dv + j0 + 4 * qw;
-    const u32 dw = (qw >> 3) * HALF_BYTES + swz(rw, qw & 7);
-    const u32 dp = swz(rp, pp);
-    const u32 du = rw * (DVT * 4) + ((qw ^ (2 * ((rw >> 1) & 3))) << 4);
-    auto fetch_as = [&](int t0, int stage, bool whole) {
-        const int tc = min(CH, T - t0);
-        const long long tok0 = (long long)seq * T + t0;
-        u8* sb = smem + stage * STAGE_BYTES;
-        const f16_t* wc = w_in + tok0 * wrow;
-        const f16_t* qc = q_in + tok0 * qrow;
-        const f16_t* kc = k_in + tok0 * qrow;
-        const f16_t* pc = p_in + tok0 * prow;
-        const float* uc = u_in + tok0 * urow;
+    __shared__ __align__(8) u64 full[NSTAGE];   // a stage's tensor copies have landed
+    const u32 bar0 = (u32)__cvta_generic_to_shared(full);
+    const u32 obase = base + NSTAGE * STAGE_BYTES;   // the two o staging tiles
+    if (tid == 0) {
 #pragma unroll
-        for (int it = 0; it < 8; ++it) {
-            const bool in = whole || (rw + 8 * it < tc && 8 * qw < dk);
-            const u32 d = dw + it * 8 * 128;
-            cp16(sb + OFF_W + d, in ? wc + (offw + it * 8 * (int)wrow) : w_in, in);
-            cp16(sb + OFF_Q + d, in ? qc + (offq + it * 8 * (int)qrow) : q_in, in);
-            cp16(sb + OFF_K + d, in ? kc + (offq + it * 8 * (int)qrow) : k_in, in);
-        }
-#pragma unroll
-        for (int it = 0; it < 4; ++it) {
-            const bool in = whole || rp + 16 * it < tc;
-            cp16(sb + OFF_P + dp + it * 16 * 128, in ? pc + (offp + it * 16 * (int)prow) : p_in, in);
-        }
-#pragma unroll
-        for (int it = 0; it < 8; ++it) {
-            const bool in = whole || (rw + 8 * it < tc && 4 * qw < nj);
-            cp16(sb + OFF_U + du + it * 8 * (DVT * 4), in ? uc + (offu + it * 8 * (int)urow) : u_in, in);
-        }
-        if (tid < CH) {
-            const bool in = whole || tid < tc;
-            cp4(sb + OFF_G + 4 * tid, in ? gc_in + (tok0 + tid) * hv + h : gc_in, in);
-        }
-    };
-    auto whole_chunk = [&](int t0) { return T - t0 >= CH && dk == DKMAX && nj == DVT; };
+        for (int s = 0; s < NSTAGE; ++s) mbar_init(bar0 + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    // A chunk's inputs into `stage`: the tensor copies by thread 0, G by cp.async (threads
+    // below 64, one commit group a chunk, empty past T so that the counts stay even).
     auto fetch = [&](int t0, int stage) {
         if (t0 < T) {
-            if (whole_chunk(t0)) fetch_as(t0, stage, true);
-            else fetch_as(t0, stage, false);
+            const u32 sb = base + stage * STAGE_BYTES, bar = bar0 + 8 * stage;
+            if (tid == 0) {
+                mbar_expect(bar, TMA_BYTES);
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    tma_load(sb + OFF_W + half * HALF_BYTES, wmap, 64 * half, h, t0, seq, bar);
+                    tma_load(sb + OFF_Q + half * HALF_BYTES, qmap, 64 * half, kh, t0, seq, bar);
+                    tma_load(sb + OFF_K + half * HALF_BYTES, kmap, 64 * half, kh, t0, seq, bar);
+                    tma_load(sb + OFF_U + half * HALF_BYTES, umap, j0 + 32 * half, h, t0, seq, bar);
+                }
+                tma_load(sb + OFF_P, pmap, 0, h, t0, seq, bar);
+            }
+            if (tid < CH) {
+                const bool in = t0 + tid < T;
+                const long long tok = (long long)seq * T + t0 + tid;
+                cp4(smem + stage * STAGE_BYTES + OFF_G + 4 * tid, in ? gc_in + tok * hv + h : gc_in, in);
+            }
         }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");   // (empty past T: even count)
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
 #pragma unroll
     for (int s = 0; s + 1 < NSTAGE; ++s) fetch(s * CH, s);
@@ -209,16 +230,17 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     // (l % 8) + 8 ((l / 8) % 2), i column 8 (l / 16) of a 16-column pair.
     const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = lane >> 4;
 
-    int stage = 0;
-    for (int t0 = 0; t0 < T; t0 += CH) {
+    int stage = 0, chunk = 0;
+    for (int t0 = 0; t0 < T; t0 += CH, ++chunk) {
         const int tc = min(CH, T - t0);
-        const long long tok0 = (long long)seq * T + t0;
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(NSTAGE - 2) : "memory");
-        // The copies are generic-proxy writes; wgmma reads through the async proxy.
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(NSTAGE - 2) : "memory");   // G
+        mbar_wait(bar0 + 8 * stage, (chunk / NSTAGE) & 1);                       // the rest
+        // o's store of chunk c - 2 has read its staging tile, which chunk c writes.
+        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
         // Chunk c's inputs are in place, and every warp is done with chunk c - 1 (its
         // wgmmas waited for): its buffer takes chunk c + NSTAGE - 1.
         __syncthreads();
+        if (tid == 0) fence_proxy_async();   // (the buffer's generic reads before TMA's writes)
         fetch(t0 + (NSTAGE - 1) * CH, (stage + NSTAGE - 1) % NSTAGE);
 
         u8* sb = smem + stage * STAGE_BYTES;
@@ -266,12 +288,12 @@ extern "C" __global__ void __launch_bounds__(128, 1)
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
             const int t = 8 * x + 2 * t4;
-            const int sw = 8 * t4;   // U's swizzle for rows t, t + 1: (t / 2) % 4 = t4
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-                const int j = (jw + 8 * r) ^ sw;
-                const float v0 = us[t * DVT + j] - cw[4 * x + 2 * r];
-                const float v1 = us[(t + 1) * DVT + j] - cw[4 * x + 2 * r + 1];
+                const int j = jw + 8 * r, jj = j & 31;   // box j / 32, column jj
+                const float* ub = us + (j >> 5) * (HALF_BYTES / 4) + (jj & 3);
+                const float v0 = ub[t * 32 + 4 * ((jj >> 2) ^ (t & 7))] - cw[4 * x + 2 * r];
+                const float v1 = ub[(t + 1) * 32 + 4 * ((jj >> 2) ^ ((t + 1) & 7))] - cw[4 * x + 2 * r + 1];
                 va[x >> 1][(x & 1) * 2 + r] = f16x2(v0, v1);
                 vd[x >> 1][(x & 1) * 2 + r] = f16x2(dec[x][0] * v0, dec[x][1] * v1);
             }
@@ -321,18 +343,28 @@ extern "C" __global__ void __launch_bounds__(128, 1)
         wg_wait<0>();
         pin(cq);
 
-        float* oc = out + tok0 * urow + (long long)h * dv + j0;
+        // o^T into this chunk's staging tile as o [t][j] (the stores' boxes), then out.
+        const u32 ob = obase + (chunk & 1) * OUT_BYTES;
+        float* os = reinterpret_cast<float*>(smem + NSTAGE * STAGE_BYTES + (chunk & 1) * OUT_BYTES);
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const int t = 8 * x + 2 * t4 + (e & 1), j = jw + 8 * (e >> 1);
-                if (t < tc && j < nj) oc[t * urow + j] = cq[4 * x + e];
+                const int t = 8 * x + 2 * t4 + (e & 1), j = jw + 8 * (e >> 1), jj = j & 31;
+                os[(j >> 5) * (HALF_BYTES / 4) + t * 32 + 4 * ((jj >> 2) ^ (t & 7)) + (jj & 3)] = cq[4 * x + e];
             }
+        }
+        fence_proxy_async();   // the tile's generic writes, before the async proxy reads them
+        __syncthreads();
+        if (tid == 0) {
+            tma_store(omap, j0, h, t0, seq, ob);
+            tma_store(omap, j0 + 32, h, t0, seq, ob + HALF_BYTES);
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }
         stage = (stage + 1) % NSTAGE;
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // o's last stores
 #pragma unroll
     for (int n = 0; n < 16; ++n) {
 #pragma unroll

@@ -373,9 +373,11 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             let s = s.with_scan(dvt, 1);
             stages.push((format!("chunk_scan_f16_v{dvt}_b1"), s));
         }
-        let wg = one(false, false, true, 64, ChunkMath::F16).with_wgmma_scan();
-        if wg.runs_on(gpu, &d) {
-            stages.push(("chunk_scan_wg_v64".to_string(), wg));
+        for n in CHUNK_WG_STAGE_COUNTS {
+            let wg = one(false, false, true, 64, ChunkMath::F16).with_wgmma_stages(n);
+            if wg.runs_on(gpu, &d) {
+                stages.push((format!("chunk_scan_wg_v64_s{n}"), wg));
+            }
         }
         for (name, stages) in stages {
             let us = time_prefill_stages(gpu, w, StateType::F32, t, stages)?;

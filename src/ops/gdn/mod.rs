@@ -682,16 +682,17 @@ fn chunk_wg_spec(stages: usize) -> KernelSpec {
     .arch_specific()
 }
 
-/// Input stages of the wgmma scan.
+/// Input stages of the wgmma scan's route, and those compiled (the bench times each).
 const CHUNK_WG_STAGES: usize = 2;
+pub const CHUNK_WG_STAGE_COUNTS: [usize; 1] = [2];
 
-/// Dynamic shared memory of the wgmma scan: `stages` x (W, Q, K, P in the 128-byte
-/// swizzle, U's tile, G) rounded to 1 KB, and 1 KB to align the first (see
-/// `gdn/chunk_wg.cu`).
+/// Dynamic shared memory of the wgmma scan: `stages` x (W, Q, K, P and U's tile in the
+/// 128-byte swizzle, G) rounded to 1 KB, two o staging tiles, and 1 KB to align the first
+/// (see `gdn/chunk_wg.cu`).
 fn chunk_wg_smem(stages: usize) -> usize {
     let (c, d, v) = (64, CHUNK_DKMAX, 64);
     let stage = (3 * c * d * 2 + c * 128 + c * v * 4 + c * 4).div_ceil(1024) * 1024;
-    stages * stage + 1024
+    stages * stage + 2 * c * v * 4 + 1024
 }
 
 /// Dynamic shared memory of the `wu` stage: q and k slices, A, the solve's columns, G and
@@ -755,7 +756,9 @@ pub fn instantiations() -> Vec<KernelSpec> {
         }
     }
     specs.push(chunk_wu_f16_spec());
-    specs.push(chunk_wg_spec(CHUNK_WG_STAGES));
+    for stages in CHUNK_WG_STAGE_COUNTS {
+        specs.push(chunk_wg_spec(stages));
+    }
     for dvt in CHUNK_F16_DVTS {
         specs.push(chunk_f16_spec(dvt, 2));
         specs.push(chunk_f16_spec(dvt, 1));
@@ -1514,10 +1517,15 @@ impl PrefillStages {
 
     /// The f16 route with its scan on warpgroup tensor cores.
     pub const fn with_wgmma_scan(self) -> PrefillStages {
+        self.with_wgmma_stages(CHUNK_WG_STAGES)
+    }
+
+    /// The same with `stages` chunks' inputs in flight (one of [`CHUNK_WG_STAGE_COUNTS`]).
+    pub const fn with_wgmma_stages(self, stages: usize) -> PrefillStages {
         assert!(self.scan_math as u8 == ChunkMath::F16 as u8);
         PrefillStages {
             scan_dvt: 64,
-            scan_bufs: CHUNK_WG_STAGES,
+            scan_bufs: stages,
             scan_wgmma: true,
             ..self
         }
@@ -1732,7 +1740,9 @@ pub fn launch_prefill_stages(
         }
         (StateBuf::F16(_), None) => panic!("an f16 state needs a workspace made for f16"),
     };
-    {
+    if stages.scan_wgmma {
+        launch_wg_scan(gpu, d, ws, stages, state_ptr, out)?;
+    } else {
         let dvt = stages.scan_dvt;
         let StageKernel {
             spec,
@@ -1766,6 +1776,60 @@ pub fn launch_prefill_stages(
     if let (StateBuf::F16(s), Some(s32)) = (&st.s, &ws.s32) {
         launch_convert(gpu, false, dptr(gpu, s32), dptr(gpu, s), n_state)?;
     }
+    Ok(())
+}
+
+/// The wgmma scan (`gdn/chunk_wg.cu`): its inputs and o through TMA tensor maps of the
+/// workspace's buffers (4-D: columns, heads, tokens, sequences), made for this launch.
+fn launch_wg_scan(
+    gpu: &Gpu,
+    d: &GdnDims,
+    ws: &PrefillWorkspace,
+    stages: PrefillStages,
+    state_ptr: u64,
+    out: u64,
+) -> Result<(), GpuError> {
+    use crate::gpu::tma::{tiled_4d_swizzle128 as map4, TmaElem};
+    let (seqs, t) = (ws.seqs, ws.t);
+    assert!(stages.runs_on(gpu, d), "the wgmma scan does not run here");
+    let StageKernel {
+        spec,
+        smem,
+        threads,
+    } = stages.scan_kernel();
+    let kernel = gpu.kernel(&spec)?;
+    gpu.grant_shared_memory(kernel.function(), smem, &spec.entry)?;
+    let tok = [t, seqs];
+    let f16_box = [64, 1, 64, 1];
+    let f32_box = [32, 1, 64, 1];
+    let wmap = map4(dptr(gpu, &ws.w), TmaElem::F16, [d.dk, d.hv, tok[0], tok[1]], f16_box)?;
+    let qmap = map4(dptr(gpu, &ws.q), TmaElem::F16, [d.dk, d.hk, tok[0], tok[1]], f16_box)?;
+    let kmap = map4(dptr(gpu, &ws.k), TmaElem::F16, [d.dk, d.hk, tok[0], tok[1]], f16_box)?;
+    let pmap = map4(dptr(gpu, &ws.p), TmaElem::F16, [64, d.hv, tok[0], tok[1]], f16_box)?;
+    let umap = map4(dptr(gpu, &ws.u), TmaElem::F32, [d.dv, d.hv, tok[0], tok[1]], f32_box)?;
+    let omap = map4(out, TmaElem::F32, [d.dv, d.hv, tok[0], tok[1]], f32_box)?;
+    let cfg = LaunchConfig {
+        grid_dim: (d.dv.div_ceil(64) as u32, d.hv as u32, seqs as u32),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: smem as u32,
+    };
+    let dims_i = [t as i32, d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    let mut b = gpu.launch(&kernel);
+    b.arg(&ws.gc).arg(&state_ptr);
+    for v in &dims_i {
+        b.arg(v);
+    }
+    b.arg(&wmap)
+        .arg(&qmap)
+        .arg(&kmap)
+        .arg(&pmap)
+        .arg(&umap)
+        .arg(&omap);
+    // SAFETY: matches gdn/chunk_wg.cu; the maps describe the workspace's q, k (f16, as the
+    // f16 prologue wrote them), W and P (f16, as the f16 `wu` wrote them), U (f32) and the
+    // output (seqs x t x HV x dv f32), each sized by PrefillWorkspace::new for this route;
+    // the state holds seqs * state_len elements.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }
 
