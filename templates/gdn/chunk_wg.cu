@@ -230,18 +230,42 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     // (l % 8) + 8 ((l / 8) % 2), i column 8 (l / 16) of a 16-column pair.
     const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = lane >> 4;
 
+    // o^T of chunk c (cq, once P's wgmma has landed) into staging tile c % 2 as o [t][j]
+    // (the stores' two boxes); thread 0 stores it after the next block-wide barrier.
+    float cq[32];
+    auto stage_o = [&](int chunk) {
+        float* os = reinterpret_cast<float*>(smem + NSTAGE * STAGE_BYTES + (chunk & 1) * OUT_BYTES);
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int t = 8 * x + 2 * t4 + (e & 1), j = jw + 8 * (e >> 1), jj = j & 31;
+                os[(j >> 5) * (HALF_BYTES / 4) + t * 32 + 4 * ((jj >> 2) ^ (t & 7)) + (jj & 3)] = cq[4 * x + e];
+            }
+        }
+        fence_proxy_async();   // the tile's generic writes, before the async proxy reads them
+    };
+    auto store_o = [&](int chunk, int t0) {
+        const u32 ob = obase + (chunk & 1) * OUT_BYTES;
+        tma_store(omap, j0, h, t0, seq, ob);
+        tma_store(omap, j0 + 32, h, t0, seq, ob + HALF_BYTES);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    };
+
+    // Chunk c: P's wgmma of chunk c - 1 runs on over the loop's turn (its o staged at the
+    // top of chunk c, stored after chunk c's barrier); W S and Q S of chunk c go out as soon
+    // as its inputs have landed, before the barrier (which only frees chunk c - 1's buffer
+    // and tile for the copies and the store).
     int stage = 0, chunk = 0;
     for (int t0 = 0; t0 < T; t0 += CH, ++chunk) {
         const int tc = min(CH, T - t0);
+        if (chunk > 0) {
+            wg_wait<0>();   // P's wgmma of chunk c - 1
+            pin(cq);
+            stage_o(chunk - 1);
+        }
         asm volatile("cp.async.wait_group %0;\n" ::"n"(NSTAGE - 2) : "memory");   // G
         mbar_wait(bar0 + 8 * stage, (chunk / NSTAGE) & 1);                       // the rest
-        // o's store of chunk c - 2 has read its staging tile, which chunk c writes.
-        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        // Chunk c's inputs are in place, and every warp is done with chunk c - 1 (its
-        // wgmmas waited for): its buffer takes chunk c + NSTAGE - 1.
-        __syncthreads();
-        if (tid == 0) fence_proxy_async();   // (the buffer's generic reads before TMA's writes)
-        fetch(t0 + (NSTAGE - 1) * CH, (stage + NSTAGE - 1) % NSTAGE);
 
         u8* sb = smem + stage * STAGE_BYTES;
         const u32 sbs = base + stage * STAGE_BYTES;   // its shared-window address
@@ -249,7 +273,7 @@ extern "C" __global__ void __launch_bounds__(128, 1)
         const float* us = reinterpret_cast<const float*>(sb + OFF_U);
 
         // (W S)^T and (Q S)^T: eight k-steps over dk each, S^T from registers.
-        float cw[32], cq[32];
+        float cw[32];
 #pragma unroll
         for (int e = 0; e < 32; ++e) { cw[e] = 0.0f; cq[e] = 0.0f; }
         pin(cw);
@@ -265,20 +289,21 @@ extern "C" __global__ void __launch_bounds__(128, 1)
             wg_m64n64k16(cq, sa[kk], wg_desc(sbs + OFF_Q + (kk >> 2) * HALF_BYTES + (kk & 3) * 32));
         wg_commit();
 
-        // Gates of this thread's tokens t = 8x + 2 t4 + b: e^(G_t) and dec_t = e^(G_last - G_t)
-        // (zero past tc, as the rows of W and U).
-        const float gl = gs[tc - 1];
-        float eg[8][2], dec[8][2];
-#pragma unroll
-        for (int x = 0; x < 8; ++x) {
-#pragma unroll
-            for (int b = 0; b < 2; ++b) {
-                const int t = 8 * x + 2 * t4 + b;
-                const float gt = gs[t];
-                eg[x][b] = exp_ftz(gt);
-                dec[x][b] = t < tc ? exp_ftz(gl - gt) : 0.0f;
-            }
+        // o's store of chunk c - 2 has read its tile (chunk c + 1 stages into it).
+        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        // Every warp is done with chunk c - 1's buffer (it takes chunk c + NSTAGE - 1) and
+        // has staged its o; G of chunk c is visible to all.
+        __syncthreads();
+        if (tid == 0) {
+            if (chunk > 0) store_o(chunk - 1, t0 - CH);
+            fence_proxy_async();   // (the buffer's generic reads before TMA's writes)
         }
+        fetch(t0 + (NSTAGE - 1) * CH, (stage + NSTAGE - 1) % NSTAGE);
+
+        // Gates of this thread's tokens t = 8x + 2 t4 + b, read where they are used:
+        // e^(G_t) and dec_t = e^(G_last - G_t) (zero past tc, as the rows of W and U).
+        const float gl = gs[tc - 1];
+        auto dec = [&](int t) { return t < tc ? exp_ftz(gl - gs[t]) : 0.0f; };
 
         wg_wait<1>();   // (W S)^T
         pin(cw);
@@ -288,6 +313,7 @@ extern "C" __global__ void __launch_bounds__(128, 1)
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
             const int t = 8 * x + 2 * t4;
+            const float d0 = dec(t), d1 = dec(t + 1);
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int j = jw + 8 * r, jj = j & 31;   // box j / 32, column jj
@@ -295,7 +321,7 @@ extern "C" __global__ void __launch_bounds__(128, 1)
                 const float v0 = ub[t * 32 + 4 * ((jj >> 2) ^ (t & 7))] - cw[4 * x + 2 * r];
                 const float v1 = ub[(t + 1) * 32 + 4 * ((jj >> 2) ^ ((t + 1) & 7))] - cw[4 * x + 2 * r + 1];
                 va[x >> 1][(x & 1) * 2 + r] = f16x2(v0, v1);
-                vd[x >> 1][(x & 1) * 2 + r] = f16x2(dec[x][0] * v0, dec[x][1] * v1);
+                vd[x >> 1][(x & 1) * 2 + r] = f16x2(d0 * v0, d1 * v1);
             }
         }
 
@@ -328,10 +354,11 @@ extern "C" __global__ void __launch_bounds__(128, 1)
         // o^T = e^G (Q S)^T + V'^T P^T.
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
-            cq[4 * x] *= eg[x][0];
-            cq[4 * x + 1] *= eg[x][1];
-            cq[4 * x + 2] *= eg[x][0];
-            cq[4 * x + 3] *= eg[x][1];
+            const float e0 = exp_ftz(gs[8 * x + 2 * t4]), e1 = exp_ftz(gs[8 * x + 2 * t4 + 1]);
+            cq[4 * x] *= e0;
+            cq[4 * x + 1] *= e1;
+            cq[4 * x + 2] *= e0;
+            cq[4 * x + 3] *= e1;
         }
         pin(cq);
         pin(va);
@@ -340,29 +367,15 @@ extern "C" __global__ void __launch_bounds__(128, 1)
         for (int kk = 0; kk < 4; ++kk) wg_m64n64k16(cq, va[kk], wg_desc(sbs + OFF_P + kk * 32));
         wg_commit();
         pack_s();       // the next chunk's S^T fragments
-        wg_wait<0>();
-        pin(cq);
-
-        // o^T into this chunk's staging tile as o [t][j] (the stores' boxes), then out.
-        const u32 ob = obase + (chunk & 1) * OUT_BYTES;
-        float* os = reinterpret_cast<float*>(smem + NSTAGE * STAGE_BYTES + (chunk & 1) * OUT_BYTES);
-#pragma unroll
-        for (int x = 0; x < 8; ++x) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int t = 8 * x + 2 * t4 + (e & 1), j = jw + 8 * (e >> 1), jj = j & 31;
-                os[(j >> 5) * (HALF_BYTES / 4) + t * 32 + 4 * ((jj >> 2) ^ (t & 7)) + (jj & 3)] = cq[4 * x + e];
-            }
-        }
-        fence_proxy_async();   // the tile's generic writes, before the async proxy reads them
-        __syncthreads();
-        if (tid == 0) {
-            tma_store(omap, j0, h, t0, seq, ob);
-            tma_store(omap, j0 + 32, h, t0, seq, ob + HALF_BYTES);
-            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        }
         stage = (stage + 1) % NSTAGE;
     }
+    // The last chunk's o.
+    wg_wait<0>();
+    pin(cq);
+    stage_o(chunk - 1);
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    __syncthreads();
+    if (tid == 0) store_o(chunk - 1, (chunk - 1) * CH);
     asm volatile("cp.async.wait_all;\n" ::: "memory");
     if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // o's last stores
 #pragma unroll

@@ -1802,11 +1802,36 @@ fn launch_wg_scan(
     let tok = [t, seqs];
     let f16_box = [64, 1, 64, 1];
     let f32_box = [32, 1, 64, 1];
-    let wmap = map4(dptr(gpu, &ws.w), TmaElem::F16, [d.dk, d.hv, tok[0], tok[1]], f16_box)?;
-    let qmap = map4(dptr(gpu, &ws.q), TmaElem::F16, [d.dk, d.hk, tok[0], tok[1]], f16_box)?;
-    let kmap = map4(dptr(gpu, &ws.k), TmaElem::F16, [d.dk, d.hk, tok[0], tok[1]], f16_box)?;
-    let pmap = map4(dptr(gpu, &ws.p), TmaElem::F16, [64, d.hv, tok[0], tok[1]], f16_box)?;
-    let umap = map4(dptr(gpu, &ws.u), TmaElem::F32, [d.dv, d.hv, tok[0], tok[1]], f32_box)?;
+    let wmap = map4(
+        dptr(gpu, &ws.w),
+        TmaElem::F16,
+        [d.dk, d.hv, tok[0], tok[1]],
+        f16_box,
+    )?;
+    let qmap = map4(
+        dptr(gpu, &ws.q),
+        TmaElem::F16,
+        [d.dk, d.hk, tok[0], tok[1]],
+        f16_box,
+    )?;
+    let kmap = map4(
+        dptr(gpu, &ws.k),
+        TmaElem::F16,
+        [d.dk, d.hk, tok[0], tok[1]],
+        f16_box,
+    )?;
+    let pmap = map4(
+        dptr(gpu, &ws.p),
+        TmaElem::F16,
+        [64, d.hv, tok[0], tok[1]],
+        f16_box,
+    )?;
+    let umap = map4(
+        dptr(gpu, &ws.u),
+        TmaElem::F32,
+        [d.dv, d.hv, tok[0], tok[1]],
+        f32_box,
+    )?;
     let omap = map4(out, TmaElem::F32, [d.dv, d.hv, tok[0], tok[1]], f32_box)?;
     let cfg = LaunchConfig {
         grid_dim: (d.dv.div_ceil(64) as u32, d.hv as u32, seqs as u32),
@@ -1899,6 +1924,15 @@ mod tests {
         }
         assert!(2 * (chunk_wu_tc_smem() + 1024) <= 228 * 1024);
         assert!(3 * (chunk_wu_f16_smem() + 1024) <= 228 * 1024);
+        // The wgmma scan: one block an SM (its stages, two o tiles and the alignment).
+        for stages in CHUNK_WG_STAGE_COUNTS {
+            assert!(
+                chunk_wg_smem(stages) <= 227 * 1024,
+                "wgmma scan, {stages} stages"
+            );
+        }
+        assert_eq!(chunk_wg_smem(2), 2 * 74_752 + 32_768 + 1024);
+        assert!(PrefillStages::ROUTES.contains(&PrefillStages::FAST.with_wgmma_scan()));
         assert!(CHUNK_TC_DVTS.contains(&CHUNK_TC_DVT));
         assert!(PrefillStages::ROUTES.contains(&PrefillStages::ALL));
         assert!(PrefillStages::ROUTES.contains(&PrefillStages::FAST));
