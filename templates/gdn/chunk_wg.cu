@@ -14,12 +14,14 @@
   element, the A fragment of an m16 x k16 product (the mma and wgmma fragment layouts), so
   S^T (rounded to f16) is the A operand of the two wgmmas over dk, and V'^T and
   (diag(dec) V')^T, made in the registers of (W S)^T, are the A operands of P's wgmma and
-  of the update. Only W, Q and P are read from shared memory by the tensor cores (once a
-  warpgroup, not once a warp), and K by ldmatrix for the update (mma.sync: K is stored
-  token-major, the update contracts over tokens). Why (bench/gdn run 27's ncu, H200): the
-  mma.sync scan moved ~4,500 shared-memory wavefronts a chunk (every warp reading its A
-  tiles, S's and V''s f16 copies written and read back each chunk) and its chunk took
-  ~3.4 us, against ~0.6 us of tensor work.
+  of the update. The tensor cores read W, Q and P from shared memory K-major, and K (stored
+  token-major: the update contracts over tokens) N-major, each once a warpgroup. A chunk is
+  five commit groups in order: W S, Q S (both over S^T's fragments), the update (once V'
+  is made), P V' (once Q S is scaled); the next chunk's copies go out at its top. Why
+  (bench/gdn runs 27 and 32-36, H100, 4096 tokens): the mma.sync scan (gdn/chunk_f16.cu)
+  moved ~4,500 shared-memory wavefronts a chunk (every warp reading its A tiles, S's and
+  V''s f16 copies written and read back) for ~0.6 us of tensor work, 215 us in all; this
+  form takes 145 us (run 36), with the update as mma.sync 175 (run 34).
 
   Shared memory: `stages` buffers of one chunk's inputs, each brought by TMA (one thread
   issues nine tensor copies on the buffer's mbarrier; G, too narrow for a box, by cp.async),
@@ -31,13 +33,14 @@
   tiles (two 32-column boxes, same swizzle) and out by two TMA stores a chunk. Rows and
   columns past T, dk and dv are zero-filled by the copies and clipped by the stores.
   Why (bench/gdn run 33's ablations, H100, 4096 tokens): with 36 cp.async a thread a chunk
-  the copies cost 72 of the scan's 180 us, and o's 32 scalar stores a thread 68.
+  the copies cost 72 of the scan's 180 us, and o's 32 scalar stores a thread 68; by TMA,
+  the two together cost 5 us less, not 140: the chunk's chain was the rest (run 34).
 
   Limits: dk <= 128 and a multiple of 8, dv a multiple of 4 (TMA's 16-byte strides). grid
   (ceil(dv / 64), HV, seqs), 128 threads, dynamic shared memory chunk_wg_smem in
   src/ops/gdn/mod.rs; the tensor maps (4-D: columns, heads, tokens, sequences) are made by
-  `launch_wg_scan` there. Built for
-  another target than sm_90a the kernel is a stub that traps (the route is Hopper's only).
+  `launch_wg_scan` there. Built for another target than sm_90a the kernel is a stub that
+  traps (the route is Hopper's only).
 #}
 {% include "gdn/f16_mma.cuh" %}
 #define CH 64
@@ -132,10 +135,32 @@ __device__ __forceinline__ void pin(u32 (&a)[N][4]) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[k][e])::"memory");
 }
+// d (64 x 128 f32) += A (64 x 16 f16, registers) B (16 x 128, N-major in shared memory:
+// two 64-column atoms LBO bytes apart, 8-row groups of K 1024 bytes apart).
+__device__ __forceinline__ void wg_m64n128k16_t(float (&d)[16][4], const u32 (&a)[4], u64 db) {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{ {% for i in range(end=64) %}%{{ i }}{% if not loop.last %}, {% endif %}{% endfor %} }, "
+        "{ %64, %65, %66, %67 }, %68, 1, 1, 1, 1;\n"
+        "}\n"
+        : {% for n in range(end=16) %}{% for e in range(end=4) %}"+f"(d[{{ n }}][{{ e }}]){% if n != 15 or e != 3 %}, {% endif %}{% endfor %}{% endfor %}
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+// Descriptor of an N-major operand in the 128-byte swizzle: 64-column atoms 8 KB apart
+// (leading byte offset), 8-row groups 1024 bytes apart (stride byte offset).
+__device__ __forceinline__ u64 wg_desc_mn(u32 addr) {
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(8192 >> 4) << 16) | ((u64)(1024 >> 4) << 32) |
+           (1ull << 62);
+}
+__device__ __forceinline__ void pin(float (&d)[16][4]) {
+#pragma unroll
+    for (int n = 0; n < 16; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
+}
 #endif  // NINFER_WGMMA
 
-// Byte offset of 16-byte piece p (0..7) of row r of a 128-byte-row swizzled operand.
-__device__ __forceinline__ u32 swz(int r, int p) { return (u32)(r * 128 + ((p ^ (r & 7)) << 4)); }
 
 extern "C" __global__ void __launch_bounds__(128, 1)
 {{ kernel_name }}(const float* __restrict__ gc_in,
@@ -226,46 +251,18 @@ extern "C" __global__ void __launch_bounds__(128, 1)
 #pragma unroll
     for (int s = 0; s + 1 < NSTAGE; ++s) fetch(s * CH, s);
 
-    // ldmatrix.trans row addresses of K for the update (B stored [token][i]): token row
-    // (l % 8) + 8 ((l / 8) % 2), i column 8 (l / 16) of a 16-column pair.
-    const int bk = (lane & 7) + ((lane >> 3) & 1) * 8, bn = lane >> 4;
-
-    // o^T of chunk c (cq, once P's wgmma has landed) into staging tile c % 2 as o [t][j]
-    // (the stores' two boxes); thread 0 stores it after the next block-wide barrier.
-    float cq[32];
-    auto stage_o = [&](int chunk) {
-        float* os = reinterpret_cast<float*>(smem + NSTAGE * STAGE_BYTES + (chunk & 1) * OUT_BYTES);
-#pragma unroll
-        for (int x = 0; x < 8; ++x) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int t = 8 * x + 2 * t4 + (e & 1), j = jw + 8 * (e >> 1), jj = j & 31;
-                os[(j >> 5) * (HALF_BYTES / 4) + t * 32 + 4 * ((jj >> 2) ^ (t & 7)) + (jj & 3)] = cq[4 * x + e];
-            }
-        }
-        fence_proxy_async();   // the tile's generic writes, before the async proxy reads them
-    };
-    auto store_o = [&](int chunk, int t0) {
-        const u32 ob = obase + (chunk & 1) * OUT_BYTES;
-        tma_store(omap, j0, h, t0, seq, ob);
-        tma_store(omap, j0 + 32, h, t0, seq, ob + HALF_BYTES);
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    };
-
-    // Chunk c: P's wgmma of chunk c - 1 runs on over the loop's turn (its o staged at the
-    // top of chunk c, stored after chunk c's barrier); W S and Q S of chunk c go out as soon
-    // as its inputs have landed, before the barrier (which only frees chunk c - 1's buffer
-    // and tile for the copies and the store).
     int stage = 0, chunk = 0;
     for (int t0 = 0; t0 < T; t0 += CH, ++chunk) {
         const int tc = min(CH, T - t0);
-        if (chunk > 0) {
-            wg_wait<0>();   // P's wgmma of chunk c - 1
-            pin(cq);
-            stage_o(chunk - 1);
-        }
         asm volatile("cp.async.wait_group %0;\n" ::"n"(NSTAGE - 2) : "memory");   // G
         mbar_wait(bar0 + 8 * stage, (chunk / NSTAGE) & 1);                       // the rest
+        // o's store of chunk c - 2 has read its staging tile, which chunk c writes.
+        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        // Chunk c's inputs are in place, and every warp is done with chunk c - 1 (its
+        // wgmmas waited for): its buffer takes chunk c + NSTAGE - 1.
+        __syncthreads();
+        if (tid == 0) fence_proxy_async();   // (the buffer's generic reads before TMA's writes)
+        fetch(t0 + (NSTAGE - 1) * CH, (stage + NSTAGE - 1) % NSTAGE);
 
         u8* sb = smem + stage * STAGE_BYTES;
         const u32 sbs = base + stage * STAGE_BYTES;   // its shared-window address
@@ -273,7 +270,7 @@ extern "C" __global__ void __launch_bounds__(128, 1)
         const float* us = reinterpret_cast<const float*>(sb + OFF_U);
 
         // (W S)^T and (Q S)^T: eight k-steps over dk each, S^T from registers.
-        float cw[32];
+        float cw[32], cq[32];
 #pragma unroll
         for (int e = 0; e < 32; ++e) { cw[e] = 0.0f; cq[e] = 0.0f; }
         pin(cw);
@@ -289,21 +286,20 @@ extern "C" __global__ void __launch_bounds__(128, 1)
             wg_m64n64k16(cq, sa[kk], wg_desc(sbs + OFF_Q + (kk >> 2) * HALF_BYTES + (kk & 3) * 32));
         wg_commit();
 
-        // o's store of chunk c - 2 has read its tile (chunk c + 1 stages into it).
-        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-        // Every warp is done with chunk c - 1's buffer (it takes chunk c + NSTAGE - 1) and
-        // has staged its o; G of chunk c is visible to all.
-        __syncthreads();
-        if (tid == 0) {
-            if (chunk > 0) store_o(chunk - 1, t0 - CH);
-            fence_proxy_async();   // (the buffer's generic reads before TMA's writes)
-        }
-        fetch(t0 + (NSTAGE - 1) * CH, (stage + NSTAGE - 1) % NSTAGE);
-
-        // Gates of this thread's tokens t = 8x + 2 t4 + b, read where they are used:
-        // e^(G_t) and dec_t = e^(G_last - G_t) (zero past tc, as the rows of W and U).
+        // Gates of this thread's tokens t = 8x + 2 t4 + b: e^(G_t) and dec_t = e^(G_last - G_t)
+        // (zero past tc, as the rows of W and U).
         const float gl = gs[tc - 1];
-        auto dec = [&](int t) { return t < tc ? exp_ftz(gl - gs[t]) : 0.0f; };
+        float eg[8][2], dec[8][2];
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+#pragma unroll
+            for (int b = 0; b < 2; ++b) {
+                const int t = 8 * x + 2 * t4 + b;
+                const float gt = gs[t];
+                eg[x][b] = exp_ftz(gt);
+                dec[x][b] = t < tc ? exp_ftz(gl - gt) : 0.0f;
+            }
+        }
 
         wg_wait<1>();   // (W S)^T
         pin(cw);
@@ -313,7 +309,6 @@ extern "C" __global__ void __launch_bounds__(128, 1)
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
             const int t = 8 * x + 2 * t4;
-            const float d0 = dec(t), d1 = dec(t + 1);
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int j = jw + 8 * r, jj = j & 31;   // box j / 32, column jj
@@ -321,44 +316,34 @@ extern "C" __global__ void __launch_bounds__(128, 1)
                 const float v0 = ub[t * 32 + 4 * ((jj >> 2) ^ (t & 7))] - cw[4 * x + 2 * r];
                 const float v1 = ub[(t + 1) * 32 + 4 * ((jj >> 2) ^ ((t + 1) & 7))] - cw[4 * x + 2 * r + 1];
                 va[x >> 1][(x & 1) * 2 + r] = f16x2(v0, v1);
-                vd[x >> 1][(x & 1) * 2 + r] = f16x2(d0 * v0, d1 * v1);
+                vd[x >> 1][(x & 1) * 2 + r] = f16x2(dec[x][0] * v0, dec[x][1] * v1);
             }
         }
 
-        // S^T <- e^(G_last) S^T + (diag(dec) V')^T K: four k-steps over tokens, K by
-        // ldmatrix.trans (16 i columns a load: two n-tiles).
+        // S^T <- e^(G_last) S^T + (diag(dec) V')^T K: four wgmmas over tokens, K N-major.
         {
             const float el = exp_ftz(gl);
 #pragma unroll
             for (int n = 0; n < 16; ++n)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) cs[n][e] *= el;
+            pin(cs);
+            pin(vd);
+            wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                const int t = 16 * kk + bk;
-#pragma unroll
-                for (int p = 0; p < 8; ++p) {
-                    u32 b[4];
-                    const u32 at = sbs + OFF_K + (p >> 2) * HALF_BYTES + swz(t, 2 * (p & 3) + bn);
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 { %0, %1, %2, %3 }, [%4];"
-                                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                                 : "r"(at));
-                    mma_f16(cs[2 * p], vd[kk], b);
-                    mma_f16(cs[2 * p + 1], vd[kk], b + 2);
-                }
-            }
+            for (int kk = 0; kk < 4; ++kk) wg_m64n128k16_t(cs, vd[kk], wg_desc_mn(sbs + OFF_K + kk * 2048));
+            wg_commit();
         }
 
-        wg_wait<0>();   // (Q S)^T: S^T's f16 fragments are free
+        wg_wait<1>();   // (Q S)^T: S^T's f16 fragments are free (the update may still run)
         pin(cq);
         // o^T = e^G (Q S)^T + V'^T P^T.
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
-            const float e0 = exp_ftz(gs[8 * x + 2 * t4]), e1 = exp_ftz(gs[8 * x + 2 * t4 + 1]);
-            cq[4 * x] *= e0;
-            cq[4 * x + 1] *= e1;
-            cq[4 * x + 2] *= e0;
-            cq[4 * x + 3] *= e1;
+            cq[4 * x] *= eg[x][0];
+            cq[4 * x + 1] *= eg[x][1];
+            cq[4 * x + 2] *= eg[x][0];
+            cq[4 * x + 3] *= eg[x][1];
         }
         pin(cq);
         pin(va);
@@ -366,16 +351,31 @@ extern "C" __global__ void __launch_bounds__(128, 1)
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) wg_m64n64k16(cq, va[kk], wg_desc(sbs + OFF_P + kk * 32));
         wg_commit();
+        wg_wait<0>();   // the update and P's product
+        pin(cs);
+        pin(cq);
         pack_s();       // the next chunk's S^T fragments
+
+        // o^T into this chunk's staging tile as o [t][j] (the stores' boxes), then out.
+        const u32 ob = obase + (chunk & 1) * OUT_BYTES;
+        float* os = reinterpret_cast<float*>(smem + NSTAGE * STAGE_BYTES + (chunk & 1) * OUT_BYTES);
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int t = 8 * x + 2 * t4 + (e & 1), j = jw + 8 * (e >> 1), jj = j & 31;
+                os[(j >> 5) * (HALF_BYTES / 4) + t * 32 + 4 * ((jj >> 2) ^ (t & 7)) + (jj & 3)] = cq[4 * x + e];
+            }
+        }
+        fence_proxy_async();   // the tile's generic writes, before the async proxy reads them
+        __syncthreads();
+        if (tid == 0) {
+            tma_store(omap, j0, h, t0, seq, ob);
+            tma_store(omap, j0 + 32, h, t0, seq, ob + HALF_BYTES);
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
         stage = (stage + 1) % NSTAGE;
     }
-    // The last chunk's o.
-    wg_wait<0>();
-    pin(cq);
-    stage_o(chunk - 1);
-    if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-    __syncthreads();
-    if (tid == 0) store_o(chunk - 1, (chunk - 1) * CH);
     asm volatile("cp.async.wait_all;\n" ::: "memory");
     if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // o's last stores
 #pragma unroll

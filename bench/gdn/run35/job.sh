@@ -3,7 +3,8 @@
 # chunk reordered (v3.patch on run 34's template: P's wgmma runs over the loop's turn, its o
 # staged at the next chunk's top and stored after its one barrier; W S and Q S issued
 # before that barrier; the gates read where they are used) and v3w (v3 waiting for W S
-# and Q S together, so that S^T's f16 copy is dead during the update), as template sets
+# and Q S together, so that S^T's f16 copy is dead during the update) and v3u (v3 with the
+# update as four wgmmas, K N-major), as template sets
 # through run 34's build. Each: the prefill qualify, then the stages alone, main (run
 # 34's template) / v3 / v3w / main / v3 / v3w. Outputs: $OUT/r35.tgz, summary.txt.
 set -u
@@ -11,7 +12,7 @@ T0=$(date +%s); LIMIT=${LIMIT:-500}
 source scripts/gpu/job-lib.sh
 job_init r34 "(run 34's build; run 35's template sets)"
 G=$(job_example r34 gdn_gpu)
-VARS="v3 v3w"
+VARS="v3 v3w v3u"
 for v in $VARS; do
   NINFER_TEMPLATES=$PWD/.gpu/r35/$v/templates timeout $(left 100) $G --prefill-only --skip-bench \
       --qualify-json $O/qualify_$v.jsonl > $O/qualify_$v.txt 2>&1

@@ -311,7 +311,10 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
     let (gpu, d) = (ctx.gpu, w.dims);
     let mut out = Vec::new();
     for t in [512usize, 4096] {
-        for route in PrefillStages::ROUTES.into_iter().filter(|r| r.runs_on(gpu, &d)) {
+        for route in PrefillStages::ROUTES
+            .into_iter()
+            .filter(|r| r.runs_on(gpu, &d))
+        {
             for ty in StateType::ALL {
                 let us = time_prefill_stages(gpu, w, ty, t, route)?;
                 let bytes = (t * (d.conv_dim() + 2 * d.hv + d.value_dim()) * 4) as f64

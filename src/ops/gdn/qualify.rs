@@ -655,7 +655,10 @@ fn check_prefill(
     let r = c.reference_final();
     // (A route whose kernels do not run on this GPU or at these dims is not one the engine
     // takes there: the wgmma scan on other than sm_90, or at dk not a multiple of 8.)
-    for route in PrefillStages::ROUTES.into_iter().filter(|r| r.runs_on(gpu, &c.d)) {
+    for route in PrefillStages::ROUTES
+        .into_iter()
+        .filter(|r| r.runs_on(gpu, &c.d))
+    {
         check_prefill_route(gpu, state, c, &r, route, label, outcomes)?;
     }
     Ok(())
