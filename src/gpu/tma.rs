@@ -28,18 +28,36 @@ pub fn bf16_2d_swizzle128(
         ptr.is_multiple_of(16) && row_bytes.is_multiple_of(16),
         "TMA needs 16-byte aligned rows"
     );
-    let dims = [cols as u64, rows as u64];
-    let strides = [row_bytes as u64];
-    let boxes = [box_cols, box_rows];
-    let elem_strides = [1u32, 1];
+    encode_swizzle128(
+        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        ptr,
+        &[cols as u64, rows as u64],
+        &[row_bytes as u64],
+        &[box_cols, box_rows],
+    )
+}
+
+/// A tiled map of `ty` elements at `ptr`: `dims` innermost first, `strides` (bytes) of the
+/// outer dimensions, `boxes` elements a box in each, landing in the 128-byte swizzle; no
+/// interleave, L2 promotion of 256 bytes, out-of-range elements read as zero.
+fn encode_swizzle128(
+    ty: sys::CUtensorMapDataType,
+    ptr: u64,
+    dims: &[u64],
+    strides: &[u64],
+    boxes: &[u32],
+) -> Result<TensorMap, GpuError> {
+    let rank = dims.len();
+    assert!(strides.len() + 1 == rank && boxes.len() == rank && (1..=5).contains(&rank));
+    let elem_strides = [1u32; 5];
     // SAFETY: all-zero bits are a valid (unencoded) map; the driver fills it below.
     let mut map: TensorMap = unsafe { std::mem::zeroed() };
-    // SAFETY: the arrays hold rank (2) entries (strides rank - 1), live across the call.
+    // SAFETY: the arrays hold rank entries (strides rank - 1), live across the call.
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
-            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-            2,
+            ty,
+            rank as u32,
             ptr as *mut std::ffi::c_void,
             dims.as_ptr(),
             strides.as_ptr(),
@@ -91,37 +109,14 @@ pub fn tiled_4d_swizzle128(
         ptr.is_multiple_of(16) && (dims[0] * e).is_multiple_of(16),
         "TMA needs 16-byte aligned rows"
     );
-    let gdims = dims.map(|d| d as u64);
     let strides = [
         (dims[0] * e) as u64,
         (dims[0] * dims[1] * e) as u64,
         (dims[0] * dims[1] * dims[2] * e) as u64,
     ];
-    let elem_strides = [1u32; 4];
     let ty = match elem {
         TmaElem::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         TmaElem::F32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
     };
-    // SAFETY: all-zero bits are a valid (unencoded) map; the driver fills it below.
-    let mut map: TensorMap = unsafe { std::mem::zeroed() };
-    // SAFETY: every array has the rank's length (strides one fewer), `map` is written.
-    let r = unsafe {
-        sys::cuTensorMapEncodeTiled(
-            &mut map,
-            ty,
-            4,
-            ptr as *mut std::ffi::c_void,
-            gdims.as_ptr(),
-            strides.as_ptr(),
-            boxes.as_ptr(),
-            elem_strides.as_ptr(),
-            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )
-    };
-    r.result()
-        .map_err(|e| GpuError::driver("encoding a TMA tensor map", e))?;
-    Ok(map)
+    encode_swizzle128(ty, ptr, &dims.map(|d| d as u64), &strides, &boxes)
 }
