@@ -65,6 +65,11 @@
 #define NINFER_WGMMA 0
 #endif
 
+// A TMA tensor map (CUtensorMap), passed by value.
+struct __align__(64) TmaMap {
+    u64 opaque[16];
+};
+
 #if NINFER_WGMMA
 // Shared-memory descriptor of a K-major operand in the 128-byte swizzle, 8-row atoms 1024
 // bytes apart (stride byte offset; the leading one is unused for this layout).
@@ -89,10 +94,6 @@ __device__ __forceinline__ void wg_m64n64k16(float (&d)[32], const u32 (&a)[4], 
         : {% for i in range(end=32) %}"+f"(d[{{ i }}]){% if not loop.last %}, {% endif %}{% endfor %}
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
-// A TMA tensor map (CUtensorMap), passed by value.
-struct __align__(64) TmaMap {
-    u64 opaque[16];
-};
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
 }
