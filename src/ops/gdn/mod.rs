@@ -1799,40 +1799,18 @@ fn launch_wg_scan(
     } = stages.scan_kernel();
     let kernel = gpu.kernel(&spec)?;
     gpu.grant_shared_memory(kernel.function(), smem, &spec.entry)?;
-    let tok = [t, seqs];
-    let f16_box = [64, 1, 64, 1];
-    let f32_box = [32, 1, 64, 1];
-    let wmap = map4(
-        dptr(gpu, &ws.w),
-        TmaElem::F16,
-        [d.dk, d.hv, tok[0], tok[1]],
-        f16_box,
-    )?;
-    let qmap = map4(
-        dptr(gpu, &ws.q),
-        TmaElem::F16,
-        [d.dk, d.hk, tok[0], tok[1]],
-        f16_box,
-    )?;
-    let kmap = map4(
-        dptr(gpu, &ws.k),
-        TmaElem::F16,
-        [d.dk, d.hk, tok[0], tok[1]],
-        f16_box,
-    )?;
-    let pmap = map4(
-        dptr(gpu, &ws.p),
-        TmaElem::F16,
-        [64, d.hv, tok[0], tok[1]],
-        f16_box,
-    )?;
-    let umap = map4(
-        dptr(gpu, &ws.u),
-        TmaElem::F32,
-        [d.dv, d.hv, tok[0], tok[1]],
-        f32_box,
-    )?;
-    let omap = map4(out, TmaElem::F32, [d.dv, d.hv, tok[0], tok[1]], f32_box)?;
+    // Every map is [seqs][t][heads][cols], boxes of 64 tokens of one head: 64 f16 columns
+    // or 32 f32 ones (128 bytes, the swizzle's width).
+    let map = |ptr: u64, elem: TmaElem, cols: usize, heads: usize| {
+        let box_cols = if elem == TmaElem::F16 { 64 } else { 32 };
+        map4(ptr, elem, [cols, heads, t, seqs], [box_cols, 1, 64, 1])
+    };
+    let wmap = map(dptr(gpu, &ws.w), TmaElem::F16, d.dk, d.hv)?;
+    let qmap = map(dptr(gpu, &ws.q), TmaElem::F16, d.dk, d.hk)?;
+    let kmap = map(dptr(gpu, &ws.k), TmaElem::F16, d.dk, d.hk)?;
+    let pmap = map(dptr(gpu, &ws.p), TmaElem::F16, 64, d.hv)?;
+    let umap = map(dptr(gpu, &ws.u), TmaElem::F32, d.dv, d.hv)?;
+    let omap = map(out, TmaElem::F32, d.dv, d.hv)?;
     let cfg = LaunchConfig {
         grid_dim: (d.dv.div_ceil(64) as u32, d.hv as u32, seqs as u32),
         block_dim: (threads, 1, 1),
