@@ -339,6 +339,7 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             scan_math: math,
             scan_bufs: 2,
             scan_wgmma: false,
+            scan_two_wg: false,
         };
         let mut stages = vec![
             (
@@ -380,6 +381,8 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             let wg = one(false, false, true, 64, ChunkMath::F16).with_wgmma_stages(n);
             if wg.runs_on(gpu, &d) {
                 stages.push((format!("chunk_scan_wg_v64_s{n}"), wg));
+                let wgs = wg.with_two_warpgroups();
+                stages.push((format!("chunk_scan_wgs_v64_s{n}"), wgs));
             }
         }
         for (name, stages) in stages {

@@ -682,6 +682,24 @@ fn chunk_wg_spec(stages: usize) -> KernelSpec {
     .arch_specific()
 }
 
+/// The wgmma scan with the chunk split over two warpgroups (sm_90a;
+/// `gdn/chunk_wgs.cu`): the state's chain in one, the chunk's output in the other.
+fn chunk_wgs_spec(stages: usize) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_chunk_wgs",
+        "gdn/chunk_wgs.cu",
+        format!("gdn_chunk_scan_wgs_d{CHUNK_DKMAX}_v64_s{stages}"),
+    )
+    .param("stages", stages)
+    .arch_specific()
+}
+
+/// Dynamic shared memory of the two-warpgroup scan: the one-warpgroup scan's, and S^T
+/// (64 x 128) and two V'^T (64 x 64) as f16 for the output's warpgroup.
+fn chunk_wgs_smem(stages: usize) -> usize {
+    chunk_wg_smem(stages) + 64 * CHUNK_DKMAX * 2 + 2 * 64 * 64 * 2
+}
+
 /// Input stages of the wgmma scan's route, and those compiled (the bench times each).
 const CHUNK_WG_STAGES: usize = 2;
 pub const CHUNK_WG_STAGE_COUNTS: [usize; 1] = [2];
@@ -758,6 +776,7 @@ pub fn instantiations() -> Vec<KernelSpec> {
     specs.push(chunk_wu_f16_spec());
     for stages in CHUNK_WG_STAGE_COUNTS {
         specs.push(chunk_wg_spec(stages));
+        specs.push(chunk_wgs_spec(stages));
     }
     for dvt in CHUNK_F16_DVTS {
         specs.push(chunk_f16_spec(dvt, 2));
@@ -1468,6 +1487,8 @@ pub struct PrefillStages {
     /// The f16 scan on warpgroup tensor cores (`gdn/chunk_wg.cu`, sm_90a only, 64
     /// columns a block): see [`PrefillStages::runs_on`].
     pub scan_wgmma: bool,
+    /// With `scan_wgmma`: the chunk over two warpgroups (`gdn/chunk_wgs.cu`).
+    pub scan_two_wg: bool,
 }
 
 /// One chunk stage's kernel as a route launches it.
@@ -1512,6 +1533,7 @@ impl PrefillStages {
             scan_math: scan,
             scan_bufs: 2,
             scan_wgmma: false,
+            scan_two_wg: false,
         }
     }
 
@@ -1531,6 +1553,15 @@ impl PrefillStages {
         }
     }
 
+    /// The wgmma scan with the chunk over two warpgroups.
+    pub const fn with_two_warpgroups(self) -> PrefillStages {
+        assert!(self.scan_wgmma);
+        PrefillStages {
+            scan_two_wg: true,
+            ..self
+        }
+    }
+
     /// Whether the route's kernels run on `gpu` at `d`: the wgmma scan needs sm_90 and dk
     /// <= 128 a multiple of 8, dv a multiple of 4 (its 16-byte copies); the others run
     /// anywhere the prefill does.
@@ -1542,9 +1573,11 @@ impl PrefillStages {
                 && d.dv.is_multiple_of(4))
     }
 
-    /// [`PrefillStages::FAST`] with its scan on warpgroup tensor cores where that runs.
+    /// [`PrefillStages::FAST`] with its scan on warpgroup tensor cores, the chunk over two
+    /// warpgroups, where that runs (bench/gdn run 43, H100, 27B layer, 4096 tokens: the
+    /// scan 146 -> 127 us against one warpgroup, the route 405 -> 386).
     pub fn fastest(gpu: &Gpu, d: &GdnDims) -> PrefillStages {
-        let wg = PrefillStages::FAST.with_wgmma_scan();
+        let wg = PrefillStages::FAST.with_wgmma_scan().with_two_warpgroups();
         match wg.runs_on(gpu, d) {
             true => wg,
             false => PrefillStages::FAST,
@@ -1562,7 +1595,7 @@ impl PrefillStages {
 
     /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
     /// tensor cores, both chunk stages on tensor cores (TF32, 3xTF32, f16).
-    pub const ROUTES: [PrefillStages; 8] = [
+    pub const ROUTES: [PrefillStages; 9] = [
         PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32x3),
@@ -1571,6 +1604,9 @@ impl PrefillStages {
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16),
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16).with_scan(32, 1),
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16).with_wgmma_scan(),
+        PrefillStages::route(ChunkMath::F16, ChunkMath::F16)
+            .with_wgmma_scan()
+            .with_two_warpgroups(),
     ];
 
     /// Whether the stages pass q, k, v, W and P as f16 (the f16 chunk stages take them as
@@ -1581,7 +1617,9 @@ impl PrefillStages {
 
     /// A short name: `f32`, `wu f32 + scan tf32`, ...
     pub fn math_name(&self) -> String {
-        if self.scan_wgmma {
+        if self.scan_two_wg {
+            format!("{} (scan wgmma, two warpgroups)", self.wu_math.short())
+        } else if self.scan_wgmma {
             format!("{} (scan wgmma)", self.wu_math.short())
         } else if self.scan_bufs == 1 {
             format!(
@@ -1621,6 +1659,11 @@ impl PrefillStages {
             ChunkMath::F32 => StageKernel {
                 spec: chunk_scan_spec(dvt),
                 smem: chunk_scan_smem(dvt),
+                threads: 256,
+            },
+            ChunkMath::F16 if self.scan_two_wg => StageKernel {
+                spec: chunk_wgs_spec(self.scan_bufs),
+                smem: chunk_wgs_smem(self.scan_bufs),
                 threads: 256,
             },
             ChunkMath::F16 if self.scan_wgmma => StageKernel {
@@ -1907,6 +1950,10 @@ mod tests {
             assert!(
                 chunk_wg_smem(stages) <= 227 * 1024,
                 "wgmma scan, {stages} stages"
+            );
+            assert!(
+                chunk_wgs_smem(stages) <= 227 * 1024,
+                "two-warpgroup wgmma scan, {stages} stages"
             );
         }
         assert_eq!(chunk_wg_smem(2), 2 * 74_752 + 32_768 + 1024);
