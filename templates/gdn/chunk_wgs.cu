@@ -25,6 +25,9 @@
   Shared memory: gdn/chunk_wg.cu's stages and o tiles, then S^T ([64 rows][128 B] x two
   64-column halves of dk) and two V'^T ([64][128 B]), in the 128-byte swizzle.
 
+  Param u_half: U arrives as f16 (gdn/chunk_wu_f16.cu's u_half form; umap then has f16
+  boxes of 64 columns), half the bytes of its tile, read back to f32 where V' is formed.
+
   grid (ceil(dv / 64), HV, seqs), 256 threads; dynamic shared memory chunk_wgs_smem in
   src/ops/gdn/mod.rs; the same tensor maps as gdn/chunk_wg.cu. Built for another target
   than sm_90a the kernel is a stub that traps.
@@ -34,6 +37,7 @@
 #define DKMAX 128
 #define DVT 64
 #define NSTAGE {{ stages }}
+#define U_HALF {{ u_half | default(value=false) }}
 // Byte offsets in a stage (each operand 1024-aligned: the swizzle repeats every 8 rows).
 #define HALF_BYTES (CH * 128)             // a 64-column half of W, Q or K
 #define OFF_W 0
@@ -41,7 +45,7 @@
 #define OFF_K (4 * HALF_BYTES)
 #define OFF_P (6 * HALF_BYTES)
 #define OFF_U (OFF_P + CH * 128)
-#define OFF_G (OFF_U + CH * DVT * 4)
+#define OFF_G (OFF_U + CH * DVT * (U_HALF ? 2 : 4))
 #define STAGE_BYTES (((OFF_G + CH * 4) + 1023) / 1024 * 1024)
 #define TMA_BYTES (OFF_G)                  // what a stage's tensor copies bring
 #define OUT_BYTES (CH * DVT * 4)           // one o staging tile (two 32-column boxes)
@@ -66,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                   const __grid_constant__ TmaMap qmap,   // q [seqs][T][HK][dk] f16
                   const __grid_constant__ TmaMap kmap,   // k, as q
                   const __grid_constant__ TmaMap pmap,   // P [seqs][T][HV][64] f16
-                  const __grid_constant__ TmaMap umap,   // U [seqs][T][HV][dv] f32, boxes 32 x 64
+                  const __grid_constant__ TmaMap umap,   // U [seqs][T][HV][dv] f32, boxes 32 x 64 (u_half: f16, 64 x 64)
                   const __grid_constant__ TmaMap omap)   // o, as U
 {
 #if !NINFER_WGMMA
@@ -131,7 +135,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
                 tma_load(sb + OFF_W + half * HALF_BYTES, wmap, 64 * half, h, t0, seq, bar);
                 tma_load(sb + OFF_Q + half * HALF_BYTES, qmap, 64 * half, kh, t0, seq, bar);
                 tma_load(sb + OFF_K + half * HALF_BYTES, kmap, 64 * half, kh, t0, seq, bar);
-                tma_load(sb + OFF_U + half * HALF_BYTES, umap, j0 + 32 * half, h, t0, seq, bar);
+                if (!U_HALF || half == 0)
+                    tma_load(sb + OFF_U + half * HALF_BYTES, umap, j0 + 32 * half, h, t0, seq, bar);
             }
             tma_load(sb + OFF_P, pmap, 0, h, t0, seq, bar);
         }
@@ -221,9 +226,18 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     const int j = jw + 8 * r, jj = j & 31;   // box j / 32, column jj
-                    const float* ub = us + (j >> 5) * (HALF_BYTES / 4) + (jj & 3);
-                    const float v0 = ub[t * 32 + 4 * ((jj >> 2) ^ (t & 7))] - cw[4 * x + 2 * r];
-                    const float v1 = ub[(t + 1) * 32 + 4 * ((jj >> 2) ^ ((t + 1) & 7))] - cw[4 * x + 2 * r + 1];
+                    float u0, u1;
+                    if (U_HALF) {   // one box of 64 f16 columns
+                        const u8* uh = sb + OFF_U;
+                        u0 = f16_to_f32(*reinterpret_cast<const f16_t*>(uh + swz16(t, j)));
+                        u1 = f16_to_f32(*reinterpret_cast<const f16_t*>(uh + swz16(t + 1, j)));
+                    } else {
+                        const float* ub = us + (j >> 5) * (HALF_BYTES / 4) + (jj & 3);
+                        u0 = ub[t * 32 + 4 * ((jj >> 2) ^ (t & 7))];
+                        u1 = ub[(t + 1) * 32 + 4 * ((jj >> 2) ^ ((t + 1) & 7))];
+                    }
+                    const float v0 = u0 - cw[4 * x + 2 * r];
+                    const float v1 = u1 - cw[4 * x + 2 * r + 1];
                     va[x >> 1][(x & 1) * 2 + r] = f16x2(v0, v1);
                     vd[x >> 1][(x & 1) * 2 + r] = f16x2(dec[x][0] * v0, dec[x][1] * v1);
                 }

@@ -24,6 +24,12 @@
   exponentials are ex2.approx (exp_ftz) rather than the accurate expf.
   grid (ceil(T/64), HV, seqs), 256 threads, three blocks per SM (<= 80 registers; dynamic
   shared memory 71 KB: chunk_wu_f16_smem in src/ops/gdn/mod.rs). Needs dk, dv <= 128.
+
+  Param u_half: U is stored as f16 too ([tokens][HV][dv] halves at the start of u_out's
+  buffer; for gdn/chunk_wgs.cu's u_half form), one more rounding; and a whole chunk's W and
+  U leave in whole 32-byte sectors: the four lanes of a row trade pairs by shuffles so that
+  each writes 8 bytes of 16 consecutive columns (two n-tiles), where the fragments' own
+  layout writes 4 bytes of 8 (half a sector an instruction; bench/gdn run 24).
 #}
 {% include "gdn/f16_mma.cuh" %}
 #define CH 64
@@ -33,6 +39,21 @@
 #define LDT (CH + 4)     // A f32 rows
 {% include "gdn/chunk_wu.cuh" %}
 #define LDTH (CH + 8)    // T1, T2 f16 rows: 144 bytes (9 units)
+#define U_HALF {{ u_half | default(value=false) }}
+
+// Rows g and g + 8 (hf) of two n-tiles' f16 pairs a (tile x) and b (tile x + 1), as the
+// four lanes t4 of a row hold them (columns 2 t4, 2 t4 + 1 of each tile), stored as 16
+// consecutive halves from `row` (8-byte aligned): lane t4 takes columns 4 t4 .. 4 t4 + 3,
+// from lanes 2 (t4 % 2) and 2 (t4 % 2) + 1 of its quad, of tile x (t4 < 2) or x + 1.
+__device__ __forceinline__ void store_pairs16(f16_t* row, u32 a, u32 b, int lane) {
+    const int t4 = lane & 3, src = (lane & ~3) | ((t4 & 1) << 1);
+    const u32 a0 = __shfl_sync(0xffffffffu, a, src), a1 = __shfl_sync(0xffffffffu, a, src + 1);
+    const u32 b0 = __shfl_sync(0xffffffffu, b, src), b1 = __shfl_sync(0xffffffffu, b, src + 1);
+    uint2 v;
+    v.x = t4 < 2 ? a0 : b0;
+    v.y = t4 < 2 ? a1 : b1;
+    *reinterpret_cast<uint2*>(row + 4 * t4) = v;
+}
 
 extern "C" __global__ void __launch_bounds__(NT, 3)
 {{ kernel_name }}(const f16_t* __restrict__ q_in,
@@ -222,6 +243,20 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
                     }
                 }
             }
+            if (U_HALF && whole) {
+                // f16 rows in whole sectors: two n-tiles a store (store_pairs16).
+                f16_t* out16 = is_w ? w_out : reinterpret_cast<f16_t*>(u_out);
+#pragma unroll
+                for (int x = 0; x < 8; x += 2) {
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const u32 a = f16x2(cw[x][2 * hf], cw[x][2 * hf + 1]);
+                        const u32 b = f16x2(cw[x + 1][2 * hf], cw[x + 1][2 * hf + 1]);
+                        store_pairs16(out16 + base + 8 * hf * row + n0 + 8 * x, a, b, lane);
+                    }
+                }
+                continue;
+            }
             if (whole) {
                 // Every row and column in range, column pairs aligned: the stores alone.
 #pragma unroll
@@ -253,11 +288,12 @@ extern "C" __global__ void __launch_bounds__(NT, 3)
                     const long long i = base + 8 * hf * row + c;
                     const float v0 = cw[x][2 * hf], v1 = cw[x][2 * hf + 1];
                     const bool two = c + 1 < ncol;
-                    if (is_w && pair) {
-                        *reinterpret_cast<u32*>(w_out + i) = f16x2(v0, v1);
-                    } else if (is_w) {
-                        w_out[i] = f32_to_f16(v0);
-                        if (two) w_out[i + 1] = f32_to_f16(v1);
+                    f16_t* out16 = is_w ? w_out : reinterpret_cast<f16_t*>(u_out);
+                    if ((is_w || U_HALF) && pair) {
+                        *reinterpret_cast<u32*>(out16 + i) = f16x2(v0, v1);
+                    } else if (is_w || U_HALF) {
+                        out16[i] = f32_to_f16(v0);
+                        if (two) out16[i + 1] = f32_to_f16(v1);
                     } else if (pair) {
                         float2 v;
                         v.x = v0;

@@ -340,6 +340,7 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
             scan_bufs: 2,
             scan_wgmma: false,
             scan_two_wg: false,
+            u_half: false,
         };
         let mut stages = vec![
             (
@@ -383,6 +384,14 @@ pub fn bench_prefill(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>,
                 stages.push((format!("chunk_scan_wg_v64_s{n}"), wg));
                 let wgs = wg.with_two_warpgroups();
                 stages.push((format!("chunk_scan_wgs_v64_s{n}"), wgs));
+                let u16 = wgs.with_half_u();
+                stages.push((format!("chunk_scan_wgs_v64_s{n}_u16"), u16));
+                let wu16 = PrefillStages {
+                    wu: true,
+                    scan: false,
+                    ..u16
+                };
+                stages.push((format!("chunk_wu_f16_u16_s{n}"), wu16));
             }
         }
         for (name, stages) in stages {

@@ -631,12 +631,21 @@ fn chunk_wu_tc_spec(math: ChunkMath) -> KernelSpec {
     .param("split", math.split())
 }
 
-fn chunk_wu_f16_spec() -> KernelSpec {
-    KernelSpec::new(
+/// The f16 `wu` stage; `u_half`: U stored as f16 as well, W and U in whole sectors (for
+/// the two-warpgroup scan's `u_half` form).
+fn chunk_wu_f16_spec(u_half: bool) -> KernelSpec {
+    let spec = KernelSpec::new(
         "gdn_chunk_f16",
         "gdn/chunk_wu_f16.cu",
-        format!("gdn_chunk_wu_f16_d{CHUNK_DKMAX}"),
-    )
+        format!(
+            "gdn_chunk_wu_f16_d{CHUNK_DKMAX}{}",
+            if u_half { "_u16" } else { "" }
+        ),
+    );
+    match u_half {
+        true => spec.param("u_half", true),
+        false => spec,
+    }
 }
 
 /// Dynamic shared memory of the f16 `wu` stage: A and T's two scalings as f16 (V's f32
@@ -684,14 +693,22 @@ fn chunk_wg_spec(stages: usize) -> KernelSpec {
 
 /// The wgmma scan with the chunk split over two warpgroups (sm_90a;
 /// `gdn/chunk_wgs.cu`): the state's chain in one, the chunk's output in the other.
-fn chunk_wgs_spec(stages: usize) -> KernelSpec {
-    KernelSpec::new(
+/// `u_half`: U's tile as f16 (the f16 `wu`'s `u_half` form).
+fn chunk_wgs_spec(stages: usize, u_half: bool) -> KernelSpec {
+    let spec = KernelSpec::new(
         "gdn_chunk_wgs",
         "gdn/chunk_wgs.cu",
-        format!("gdn_chunk_scan_wgs_d{CHUNK_DKMAX}_v64_s{stages}"),
+        format!(
+            "gdn_chunk_scan_wgs_d{CHUNK_DKMAX}_v64_s{stages}{}",
+            if u_half { "_u16" } else { "" }
+        ),
     )
     .param("stages", stages)
-    .arch_specific()
+    .arch_specific();
+    match u_half {
+        true => spec.param("u_half", true),
+        false => spec,
+    }
 }
 
 /// Dynamic shared memory of the two-warpgroup scan: the one-warpgroup scan's, and S^T
@@ -773,10 +790,12 @@ pub fn instantiations() -> Vec<KernelSpec> {
             specs.push(chunk_tc_spec(dvt, math));
         }
     }
-    specs.push(chunk_wu_f16_spec());
+    specs.push(chunk_wu_f16_spec(false));
+    specs.push(chunk_wu_f16_spec(true));
     for stages in CHUNK_WG_STAGE_COUNTS {
         specs.push(chunk_wg_spec(stages));
-        specs.push(chunk_wgs_spec(stages));
+        specs.push(chunk_wgs_spec(stages, false));
+        specs.push(chunk_wgs_spec(stages, true));
     }
     for dvt in CHUNK_F16_DVTS {
         specs.push(chunk_f16_spec(dvt, 2));
@@ -1489,6 +1508,9 @@ pub struct PrefillStages {
     pub scan_wgmma: bool,
     /// With `scan_wgmma`: the chunk over two warpgroups (`gdn/chunk_wgs.cu`).
     pub scan_two_wg: bool,
+    /// The f16 `wu` stores U as f16 (one more rounding, half its bytes), and the scan,
+    /// the two-warpgroup one only, reads it so.
+    pub u_half: bool,
 }
 
 /// One chunk stage's kernel as a route launches it.
@@ -1534,6 +1556,7 @@ impl PrefillStages {
             scan_bufs: 2,
             scan_wgmma: false,
             scan_two_wg: false,
+            u_half: false,
         }
     }
 
@@ -1562,24 +1585,38 @@ impl PrefillStages {
         }
     }
 
+    /// The two-warpgroup scan's route with U as f16 between the stages, and `wu`'s W and U
+    /// in whole-sector stores (bench/gdn run 45, H100, 27B layer, 4096 tokens: the route
+    /// 388 -> 346 us, `wu` 161 -> 128, the scan 127 -> 118; worst relative L2 5.0e-4).
+    pub const fn with_half_u(self) -> PrefillStages {
+        assert!(self.wu_math as u8 == ChunkMath::F16 as u8);
+        PrefillStages {
+            u_half: true,
+            ..self
+        }
+    }
+
     /// Whether the route's kernels run on `gpu` at `d`: the wgmma scan needs sm_90 and dk
-    /// <= 128 a multiple of 8, dv a multiple of 4 (its 16-byte copies); the others run
-    /// anywhere the prefill does.
+    /// <= 128 a multiple of 8, dv a multiple of 4 (its 16-byte copies; of 8 with U as
+    /// f16); the others run anywhere the prefill does.
     pub fn runs_on(&self, gpu: &Gpu, d: &GdnDims) -> bool {
         !self.scan_wgmma
             || (gpu.props().compute_capability == (9, 0)
                 && d.dk <= CHUNK_DKMAX
                 && d.dk.is_multiple_of(8)
-                && d.dv.is_multiple_of(4))
+                && d.dv.is_multiple_of(if self.u_half { 8 } else { 4 }))
     }
 
     /// [`PrefillStages::FAST`] with its scan on warpgroup tensor cores, the chunk over two
     /// warpgroups, where that runs (bench/gdn run 43, H100, 27B layer, 4096 tokens: the
-    /// scan 146 -> 127 us against one warpgroup, the route 405 -> 386).
+    /// scan 146 -> 127 us against one warpgroup, the route 405 -> 386). Not yet with U as
+    /// f16 ([`PrefillStages::with_half_u`], run 45: the route 388 -> 346 us, qualified):
+    /// with it the engine's 8-lane `compare` on the bf16 qwen3.6-mini flipped one pick
+    /// past the near-tie rule (lead 4.36x the row's RMS difference, 4 allowed; 3.76 without).
     pub fn fastest(gpu: &Gpu, d: &GdnDims) -> PrefillStages {
-        let wg = PrefillStages::FAST.with_wgmma_scan().with_two_warpgroups();
-        match wg.runs_on(gpu, d) {
-            true => wg,
+        let wgs = PrefillStages::FAST.with_wgmma_scan().with_two_warpgroups();
+        match wgs.runs_on(gpu, d) {
+            true => wgs,
             false => PrefillStages::FAST,
         }
     }
@@ -1595,7 +1632,7 @@ impl PrefillStages {
 
     /// The routes qualify covers and the bench times: f32 throughout, the scan alone on
     /// tensor cores, both chunk stages on tensor cores (TF32, 3xTF32, f16).
-    pub const ROUTES: [PrefillStages; 9] = [
+    pub const ROUTES: [PrefillStages; 10] = [
         PrefillStages::route(ChunkMath::F32, ChunkMath::F32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32),
         PrefillStages::route(ChunkMath::F32, ChunkMath::Tf32x3),
@@ -1607,6 +1644,10 @@ impl PrefillStages {
         PrefillStages::route(ChunkMath::F16, ChunkMath::F16)
             .with_wgmma_scan()
             .with_two_warpgroups(),
+        PrefillStages::route(ChunkMath::F16, ChunkMath::F16)
+            .with_wgmma_scan()
+            .with_two_warpgroups()
+            .with_half_u(),
     ];
 
     /// Whether the stages pass q, k, v, W and P as f16 (the f16 chunk stages take them as
@@ -1618,7 +1659,8 @@ impl PrefillStages {
     /// A short name: `f32`, `wu f32 + scan tf32`, ...
     pub fn math_name(&self) -> String {
         if self.scan_two_wg {
-            format!("{} (scan wgmma, two warpgroups)", self.wu_math.short())
+            let u = if self.u_half { ", U f16" } else { "" };
+            format!("{} (scan wgmma, two warpgroups{u})", self.wu_math.short())
         } else if self.scan_wgmma {
             format!("{} (scan wgmma)", self.wu_math.short())
         } else if self.scan_bufs == 1 {
@@ -1642,7 +1684,7 @@ impl PrefillStages {
     fn wu_kernel(&self) -> StageKernel {
         let (spec, smem) = match self.wu_math {
             ChunkMath::F32 => (chunk_wu_spec(), chunk_wu_smem()),
-            ChunkMath::F16 => (chunk_wu_f16_spec(), chunk_wu_f16_smem()),
+            ChunkMath::F16 => (chunk_wu_f16_spec(self.u_half), chunk_wu_f16_smem()),
             m => (chunk_wu_tc_spec(m), chunk_wu_tc_smem()),
         };
         StageKernel {
@@ -1654,6 +1696,10 @@ impl PrefillStages {
 
     /// The scan's kernel, its dynamic shared memory and block size.
     fn scan_kernel(&self) -> StageKernel {
+        assert!(
+            !self.u_half || self.scan_two_wg,
+            "U as f16 is read by the two-warpgroup scan only"
+        );
         let dvt = self.scan_dvt;
         match self.scan_math {
             ChunkMath::F32 => StageKernel {
@@ -1662,7 +1708,7 @@ impl PrefillStages {
                 threads: 256,
             },
             ChunkMath::F16 if self.scan_two_wg => StageKernel {
-                spec: chunk_wgs_spec(self.scan_bufs),
+                spec: chunk_wgs_spec(self.scan_bufs, self.u_half),
                 smem: chunk_wgs_smem(self.scan_bufs),
                 threads: 256,
             },
@@ -1852,7 +1898,11 @@ fn launch_wg_scan(
     let qmap = map(dptr(gpu, &ws.q), TmaElem::F16, d.dk, d.hk)?;
     let kmap = map(dptr(gpu, &ws.k), TmaElem::F16, d.dk, d.hk)?;
     let pmap = map(dptr(gpu, &ws.p), TmaElem::F16, 64, d.hv)?;
-    let umap = map(dptr(gpu, &ws.u), TmaElem::F32, d.dv, d.hv)?;
+    let u_elem = match stages.u_half {
+        true => TmaElem::F16,
+        false => TmaElem::F32,
+    };
+    let umap = map(dptr(gpu, &ws.u), u_elem, d.dv, d.hv)?;
     let omap = map(out, TmaElem::F32, d.dv, d.hv)?;
     let cfg = LaunchConfig {
         grid_dim: (d.dv.div_ceil(64) as u32, d.hv as u32, seqs as u32),
@@ -1872,7 +1922,7 @@ fn launch_wg_scan(
         .arg(&umap)
         .arg(&omap);
     // SAFETY: matches gdn/chunk_wg.cu; the maps describe the workspace's q, k (f16, as the
-    // f16 prologue wrote them), W and P (f16, as the f16 `wu` wrote them), U (f32) and the
+    // f16 prologue wrote them), W and P (f16, as the f16 `wu` wrote them), U (f32, or f16 in its first half with `u_half`, as that `wu` wrote it) and the
     // output (seqs x t x HV x dv f32), each sized by PrefillWorkspace::new for this route;
     // the state holds seqs * state_len elements.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
