@@ -1513,6 +1513,14 @@ pub struct PrefillStages {
     pub u_half: bool,
 }
 
+/// Whether [`PrefillStages::fastest`] takes U as f16 where it runs: only where the
+/// environment sets `NINFER_GDN_HALF_U` (read once; an A/B switch for the engine's
+/// `compare` until that route is the default, bench/gdn run 45).
+fn half_u_opted_in() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| crate::gpu::env_switch("NINFER_GDN_HALF_U"))
+}
+
 /// One chunk stage's kernel as a route launches it.
 struct StageKernel {
     spec: KernelSpec,
@@ -1609,12 +1617,18 @@ impl PrefillStages {
 
     /// [`PrefillStages::FAST`] with its scan on warpgroup tensor cores, the chunk over two
     /// warpgroups, where that runs (bench/gdn run 43, H100, 27B layer, 4096 tokens: the
-    /// scan 146 -> 127 us against one warpgroup, the route 405 -> 386). Not yet with U as
-    /// f16 ([`PrefillStages::with_half_u`], run 45: the route 388 -> 346 us, qualified):
-    /// with it the engine's 8-lane `compare` on the bf16 qwen3.6-mini flipped one pick
-    /// past the near-tie rule (lead 4.36x the row's RMS difference, 4 allowed; 3.76 without).
+    /// scan 146 -> 127 us against one warpgroup, the route 405 -> 386). With U as f16
+    /// ([`PrefillStages::with_half_u`], run 45: the route 388 -> 346 us, qualified) only
+    /// under `NINFER_GDN_HALF_U=1`: with it the engine's 8-lane `compare` on the bf16
+    /// qwen3.6-mini flips one pick past the near-tie rule at the compare's own seed (lead
+    /// 4.36x the row's RMS difference, 4 allowed), though over two seeds it flips fewer
+    /// picks than U as f32 (run 46: 12 against 15).
     pub fn fastest(gpu: &Gpu, d: &GdnDims) -> PrefillStages {
         let wgs = PrefillStages::FAST.with_wgmma_scan().with_two_warpgroups();
+        let u16 = wgs.with_half_u();
+        if half_u_opted_in() && u16.runs_on(gpu, d) {
+            return u16;
+        }
         match wgs.runs_on(gpu, d) {
             true => wgs,
             false => PrefillStages::FAST,
