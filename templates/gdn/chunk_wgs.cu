@@ -37,7 +37,7 @@
 #define DKMAX 128
 #define DVT 64
 #define NSTAGE {{ stages }}
-#define U_HALF {{ u_half | default(value=false) }}
+#define U_HALF {{ u_half }}
 // Byte offsets in a stage (each operand 1024-aligned: the swizzle repeats every 8 rows).
 #define HALF_BYTES (CH * 128)             // a 64-column half of W, Q or K
 #define OFF_W 0

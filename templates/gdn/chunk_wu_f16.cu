@@ -39,7 +39,7 @@
 #define LDT (CH + 4)     // A f32 rows
 {% include "gdn/chunk_wu.cuh" %}
 #define LDTH (CH + 8)    // T1, T2 f16 rows: 144 bytes (9 units)
-#define U_HALF {{ u_half | default(value=false) }}
+#define U_HALF {{ u_half }}
 
 // Rows g and g + 8 (hf) of two n-tiles' f16 pairs a (tile x) and b (tile x + 1), as the
 // four lanes t4 of a row hold them (columns 2 t4, 2 t4 + 1 of each tile), stored as 16

@@ -634,17 +634,20 @@ fn chunk_wu_tc_spec(math: ChunkMath) -> KernelSpec {
 /// The f16 `wu` stage; `u_half`: U stored as f16 as well, W and U in whole sectors (for
 /// the two-warpgroup scan's `u_half` form).
 fn chunk_wu_f16_spec(u_half: bool) -> KernelSpec {
-    let spec = KernelSpec::new(
+    KernelSpec::new(
         "gdn_chunk_f16",
         "gdn/chunk_wu_f16.cu",
-        format!(
-            "gdn_chunk_wu_f16_d{CHUNK_DKMAX}{}",
-            if u_half { "_u16" } else { "" }
-        ),
-    );
-    match u_half {
-        true => spec.param("u_half", true),
-        false => spec,
+        format!("gdn_chunk_wu_f16_d{CHUNK_DKMAX}{}", u16_suffix(u_half)),
+    )
+    .param("u_half", u_half)
+}
+
+/// The entry-name suffix of the kernels that pass U as f16 (`u_half`).
+fn u16_suffix(u_half: bool) -> &'static str {
+    if u_half {
+        "_u16"
+    } else {
+        ""
     }
 }
 
@@ -695,20 +698,17 @@ fn chunk_wg_spec(stages: usize) -> KernelSpec {
 /// `gdn/chunk_wgs.cu`): the state's chain in one, the chunk's output in the other.
 /// `u_half`: U's tile as f16 (the f16 `wu`'s `u_half` form).
 fn chunk_wgs_spec(stages: usize, u_half: bool) -> KernelSpec {
-    let spec = KernelSpec::new(
+    KernelSpec::new(
         "gdn_chunk_wgs",
         "gdn/chunk_wgs.cu",
         format!(
             "gdn_chunk_scan_wgs_d{CHUNK_DKMAX}_v64_s{stages}{}",
-            if u_half { "_u16" } else { "" }
+            u16_suffix(u_half)
         ),
     )
     .param("stages", stages)
-    .arch_specific();
-    match u_half {
-        true => spec.param("u_half", true),
-        false => spec,
-    }
+    .param("u_half", u_half)
+    .arch_specific()
 }
 
 /// Dynamic shared memory of the two-warpgroup scan: the one-warpgroup scan's, and S^T
@@ -1935,10 +1935,11 @@ fn launch_wg_scan(
         .arg(&pmap)
         .arg(&umap)
         .arg(&omap);
-    // SAFETY: matches gdn/chunk_wg.cu; the maps describe the workspace's q, k (f16, as the
-    // f16 prologue wrote them), W and P (f16, as the f16 `wu` wrote them), U (f32, or f16 in its first half with `u_half`, as that `wu` wrote it) and the
-    // output (seqs x t x HV x dv f32), each sized by PrefillWorkspace::new for this route;
-    // the state holds seqs * state_len elements.
+    // SAFETY: matches gdn/chunk_wg.cu (and chunk_wgs.cu); the maps describe the workspace's
+    // q, k (f16, as the f16 prologue wrote them), W and P (f16, as the f16 `wu` wrote them),
+    // U (f32; with `u_half` f16 in its first half, as that `wu` wrote it) and the output
+    // (seqs x t x HV x dv f32), each sized by PrefillWorkspace::new for this route; the
+    // state holds seqs * state_len elements.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }
