@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/gdn run 48 (device job, carry [".gpu/r48", ".gpu/whl"]; ~5 min): main (5e3f61b)
+# on the H200 that run 47 got, the job of run 44 unchanged: the GDN routes' first H200
+# figures since the f16 tensor-core and wgmma prefill routes. fla 0.6.0 in the same call (decode and chunk: tools/peer_fla_gdn.py;
+# chunk and whole layer: tools/peer_fla_gdn_layer.py), the GDN prefill qualify and bench,
+# the decode qualify and the decode bench twice, with this call's fla figures as the peer,
+# then `ninfer compare` against the cpu backend (the GDN fixtures, the bf16 qwen3.6-mini
+# at 1 and 8 lanes on the fast prefill route). Outputs: $OUT/r48.tgz, summary.txt.
+set -u
+# Only an H200's figures are new: on another GPU, stop before spending the call.
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { nvidia-smi -L; echo "not an H200: stopped"; exit 3; }
+T0=$(date +%s); LIMIT=${LIMIT:-560}
+source scripts/gpu/job-lib.sh
+job_init r48 "(main on an H200)"
+G=$(job_example r48 gdn_gpu)
+SITE="$(mktemp -d)/site"
+python3 -m pip install -q --no-index --no-deps --target "$SITE" .gpu/whl/*.whl > $O/pip.txt 2>&1
+PYTHONPATH="$SITE:tools" timeout $(left 150) python3 tools/peer_fla_gdn.py --out $O/peer.jsonl \
+    --out-called $O/peer_called.jsonl > $O/peer.txt 2>&1
+echo "peer exit status $?" >> $O/peer.txt
+PYTHONPATH="$SITE:tools" timeout $(left 150) python3 tools/peer_fla_gdn_layer.py --out $O/peer_layer.jsonl > $O/peer_layer.txt 2>&1
+echo "peer layer exit status $?" >> $O/peer_layer.txt
+t peer
+# the chunk-alone figures of the layer tool are the prefill peer (graph and as called)
+for kind in graph called; do
+  f=$O/peer_$kind.all.jsonl
+  grep -v '"gdn prefill"' $O/peer$([ $kind = called ] && echo _called).jsonl > $f || true
+  grep '"what": "gdn prefill",' $O/peer_layer.jsonl | grep "(${kind/called/as called})" > $f.tmp || true
+  cat $f.tmp >> $f; sed 's/state=f32/state=f16/' $f.tmp >> $f; rm -f $f.tmp
+done
+timeout -k 5 $(left 120) $G --prefill-only --skip-bench --qualify-json $O/qualify_prefill.jsonl > $O/qualify_prefill.txt 2>&1
+echo "qualify rc=$?" >> $O/qualify_prefill.txt
+t "qualify prefill"
+timeout -k 5 $(left 80) $G --prefill-only --skip-qualify --rev "$NINFER_REV+r48" --peer $O/peer_graph.all.jsonl \
+    --peer-called $O/peer_called.all.jsonl --json $O/bench_prefill.jsonl > $O/bench_prefill.txt 2>&1
+echo "bench rc=$?" >> $O/bench_prefill.txt
+t "bench prefill"
+timeout -k 5 $(left 120) $G --decode-only --skip-bench --qualify-json $O/qualify_decode.jsonl > $O/qualify_decode.txt 2>&1
+echo "qualify rc=$?" >> $O/qualify_decode.txt
+t "qualify decode"
+for i in 1 2; do
+  timeout -k 5 $(left 60) $G --decode-only --skip-qualify --rev "$NINFER_REV+r48" --peer $O/peer_graph.all.jsonl \
+      --peer-called $O/peer_called.all.jsonl --json $O/bench_$i.jsonl > $O/bench_$i.txt 2>&1
+  echo "bench rc=$?" >> $O/bench_$i.txt
+  t "bench decode $i"
+done
+# run48/one-token.patch (the fused step's T = 1 conv from registers) through
+# NINFER_TEMPLATES: decode qualify, then the decode bench twice, after main's.
+NINFER_TEMPLATES=$PWD/.gpu/r48/p/templates timeout -k 5 $(left 90) $G --decode-only --skip-bench \
+    --qualify-json $O/qualify_decode_p.jsonl > $O/qualify_decode_p.txt 2>&1
+echo "qualify rc=$?" >> $O/qualify_decode_p.txt
+t "qualify decode (patch)"
+for i in 1 2; do
+  NINFER_TEMPLATES=$PWD/.gpu/r48/p/templates timeout -k 5 $(left 60) $G --decode-only --skip-qualify \
+      --rev "$NINFER_REV+one-token.patch" --peer $O/peer_graph.all.jsonl \
+      --peer-called $O/peer_called.all.jsonl --json $O/bench_p$i.jsonl > $O/bench_p$i.txt 2>&1
+  echo "bench rc=$?" >> $O/bench_p$i.txt
+  t "bench decode $i (patch)"
+done
+job_compare_gdn mini
+t compare
+tar czf $OUT/r48.tgz -C /tmp r48-out
+{
+echo "===== summary"
+cat $O/context.txt
+tail -3 $O/peer.txt; tail -4 $O/peer_layer.txt
+grep -hE "vs cpu|FAILED" $O/compare.txt | awk '{print substr($0, 1, 60) " ... " substr($0, length($0) - 60)}'
+for q in prefill decode decode_p; do
+  echo "$q: $(grep -E '^qualify \(seed' $O/qualify_$q.txt) $(tail -1 $O/qualify_$q.txt)"; grep FAIL $O/qualify_$q.txt | head -5
+done
+for i in prefill 1 2 p1 p2; do
+  echo "-- bench $i: $(grep -E '^copy' $O/bench_$i.txt)"
+  python3 - $O/bench_$i.jsonl <<'PY'
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    s, ro = r["shape"], r["route"]
+    keep = ("lanes=8" in s and ("vx" in ro or "g6_" in ro)) or ("lanes=1" in s and "r2w8v_" in ro) \
+        or (r["what"] == "gdn prefill" and ("qkvh" in ro or "wg" in ro))
+    if keep:
+        print(f"{r['what'][:11]:11} {s[:14]:14} {s[-9:]:9} {ro[:44]:44} {r['median_us']:9.2f} "
+              f"{r.get('fraction') or 0:5.2f} peer {r.get('peer_median_us') or 0:8.2f}")
+PY
+done
+t done
+} | tee $OUT/summary.txt
