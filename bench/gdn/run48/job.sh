@@ -38,9 +38,11 @@ timeout -k 5 $(left 80) $G --prefill-only --skip-qualify --rev "$NINFER_REV+r48"
 echo "bench rc=$?" >> $O/bench_prefill.txt
 t "bench prefill"
 fi
-[ $H200 = 1 ] && timeout -k 5 $(left 120) $G --decode-only --skip-bench --qualify-json $O/qualify_decode.jsonl > $O/qualify_decode.txt 2>&1
-echo "qualify rc=$?" >> $O/qualify_decode.txt
-t "qualify decode"
+if [ $H200 = 1 ]; then
+  timeout -k 5 $(left 120) $G --decode-only --skip-bench --qualify-json $O/qualify_decode.jsonl > $O/qualify_decode.txt 2>&1
+  echo "qualify rc=$?" >> $O/qualify_decode.txt
+  t "qualify decode"
+fi
 for i in 1 2; do
   timeout -k 5 $(left 60) $G --decode-only --skip-qualify --rev "$NINFER_REV+r48" --peer $O/peer_graph.all.jsonl \
       --peer-called $O/peer_called.all.jsonl --json $O/bench_$i.jsonl > $O/bench_$i.txt 2>&1
