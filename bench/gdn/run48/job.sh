@@ -10,6 +10,8 @@ set -u
 # Only an H200's prefill and peer figures are new: on another GPU only the patch's decode
 # A/B runs (main's decode bench, the patch's decode qualify and bench; no peer).
 H200=1; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || H200=0
+# H200_ONLY=1: on another GPU, stop at once (the A/B has run).
+[ $H200 = 0 ] && [ "${H200_ONLY:-0}" = 1 ] && { nvidia-smi -L; echo "not an H200: stopped"; exit 3; }
 T0=$(date +%s); LIMIT=${LIMIT:-560}
 source scripts/gpu/job-lib.sh
 job_init r48 "(main on an H200)"
