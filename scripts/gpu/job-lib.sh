@@ -15,6 +15,16 @@
 #                         the bf16 qwen3.6-mini at 1 and 8 lanes (its 300-token prompt on
 #                         the fast prefill route), appended to $O/compare.txt; a FAILED line
 #                         for each that fails (bench/gdn runs 25 on; earlier jobs inline it).
+#   job_peer_fla [layer]  fla 0.6.0 as the GDN peer, its wheels from .gpu/whl installed into a
+#                         scratch site: tools/peer_fla_gdn.py (decode and chunk, in a graph
+#                         and as called) into $O/peer.jsonl and $O/peer_called.jsonl; with
+#                         `layer` also tools/peer_fla_gdn_layer.py into $O/peer_layer.jsonl,
+#                         and $O/peer_graph.all.jsonl / $O/peer_called.all.jsonl: the decode
+#                         figures with the layer tool's chunk-alone figures as the prefill
+#                         peer, for gdn_gpu's --peer / --peer-called (bench/gdn runs 49 on;
+#                         runs 23-48 inline it).
+#   job_gdn_table FILE... one line a record of gdn_gpu's --json files (tools/gdn_bench_table.py),
+#                         the routes the engine takes and their peers: the job's summary.
 # The earlier jobs (v25-v31) inline the same steps; they stay as they ran.
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -54,4 +64,25 @@ job_compare_gdn() {
             --activations bf16 --lanes $lanes --tolerance 5e-2 --near-ties 4 >> $O/compare.txt 2>&1 \
             || echo "FAILED qwen3.6-mini lanes $lanes" >> $O/compare.txt
     done
+}
+job_peer_fla() {
+    local site kind f
+    site="$(mktemp -d)/site"
+    python3 -m pip install -q --no-index --no-deps --target "$site" .gpu/whl/*.whl > $O/pip.txt 2>&1
+    PYTHONPATH="$site:tools" timeout $(left 150) python3 tools/peer_fla_gdn.py --out $O/peer.jsonl \
+        --out-called $O/peer_called.jsonl > $O/peer.txt 2>&1
+    echo "peer exit status $?" >> $O/peer.txt
+    [ "${1:-}" = layer ] || return 0
+    PYTHONPATH="$site:tools" timeout $(left 150) python3 tools/peer_fla_gdn_layer.py \
+        --out $O/peer_layer.jsonl > $O/peer_layer.txt 2>&1
+    echo "peer layer exit status $?" >> $O/peer_layer.txt
+    for kind in graph called; do
+        f=$O/peer_$kind.all.jsonl
+        grep -v '"gdn prefill"' $O/peer$([ $kind = called ] && echo _called).jsonl > $f || true
+        grep '"what": "gdn prefill",' $O/peer_layer.jsonl | grep "(${kind/called/as called})" > $f.tmp || true
+        cat $f.tmp >> $f; sed 's/state=f32/state=f16/' $f.tmp >> $f; rm -f $f.tmp
+    done
+}
+job_gdn_table() {
+    python3 tools/gdn_bench_table.py "$@"
 }

@@ -17,21 +17,8 @@ source scripts/gpu/job-lib.sh
 job_init r48 "(main on an H200)"
 G=$(job_example r48 gdn_gpu)
 if [ $H200 = 1 ]; then
-SITE="$(mktemp -d)/site"
-python3 -m pip install -q --no-index --no-deps --target "$SITE" .gpu/whl/*.whl > $O/pip.txt 2>&1
-PYTHONPATH="$SITE:tools" timeout $(left 150) python3 tools/peer_fla_gdn.py --out $O/peer.jsonl \
-    --out-called $O/peer_called.jsonl > $O/peer.txt 2>&1
-echo "peer exit status $?" >> $O/peer.txt
-PYTHONPATH="$SITE:tools" timeout $(left 150) python3 tools/peer_fla_gdn_layer.py --out $O/peer_layer.jsonl > $O/peer_layer.txt 2>&1
-echo "peer layer exit status $?" >> $O/peer_layer.txt
+job_peer_fla layer
 t peer
-# the chunk-alone figures of the layer tool are the prefill peer (graph and as called)
-for kind in graph called; do
-  f=$O/peer_$kind.all.jsonl
-  grep -v '"gdn prefill"' $O/peer$([ $kind = called ] && echo _called).jsonl > $f || true
-  grep '"what": "gdn prefill",' $O/peer_layer.jsonl | grep "(${kind/called/as called})" > $f.tmp || true
-  cat $f.tmp >> $f; sed 's/state=f32/state=f16/' $f.tmp >> $f; rm -f $f.tmp
-done
 timeout -k 5 $(left 120) $G --prefill-only --skip-bench --qualify-json $O/qualify_prefill.jsonl > $O/qualify_prefill.txt 2>&1
 echo "qualify rc=$?" >> $O/qualify_prefill.txt
 t "qualify prefill"
@@ -77,17 +64,7 @@ for q in prefill decode decode_p; do
 done
 for i in prefill 1 2 p1 p2; do
   echo "-- bench $i: $(grep -E '^copy' $O/bench_$i.txt)"
-  python3 - $O/bench_$i.jsonl <<'PY'
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    s, ro = r["shape"], r["route"]
-    keep = ("lanes=8" in s and ("vx" in ro or "g6_" in ro)) or ("lanes=1" in s and "r2w8v_" in ro) \
-        or (r["what"] == "gdn prefill" and ("qkvh" in ro or "wg" in ro))
-    if keep:
-        print(f"{r['what'][:11]:11} {s[:14]:14} {s[-9:]:9} {ro[:44]:44} {r['median_us']:9.2f} "
-              f"{r.get('fraction') or 0:5.2f} peer {r.get('peer_median_us') or 0:8.2f}")
-PY
+  job_gdn_table $O/bench_$i.jsonl
 done
 t done
 } | tee $OUT/summary.txt

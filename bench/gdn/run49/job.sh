@@ -28,14 +28,7 @@ echo "decode: $(grep -E '^qualify \(seed' $O/qualify_decode.txt) $(tail -1 $O/qu
 grep FAIL $O/qualify_decode.txt | head -5
 for name in off p100 off2 p100b p50 p200; do
   echo "-- $name: $(grep -E '^copy' $O/bench_$name.txt)"
-  python3 - $O/bench_$name.jsonl <<'PY'
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    s, ro = r["shape"], r["route"]
-    if "lanes=8" in s and "vx" in ro:
-        print(f"{s[-9:]:9} {ro[:44]:44} {r['median_us']:9.2f} {r.get('fraction') or 0:5.2f}")
-PY
+  job_gdn_table $O/bench_$name.jsonl
 done
 t done
 } | tee $OUT/summary.txt
