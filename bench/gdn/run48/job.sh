@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # bench/gdn run 48 (device job, carry [".gpu/r48", ".gpu/whl"]; ~5 min): main (5e3f61b)
-# on the H200 that run 47 got, the job of run 44 unchanged: the GDN routes' first H200
-# figures since the f16 tensor-core and wgmma prefill routes. fla 0.6.0 in the same call (decode and chunk: tools/peer_fla_gdn.py;
-# chunk and whole layer: tools/peer_fla_gdn_layer.py), the GDN prefill qualify and bench,
-# the decode qualify and the decode bench twice, with this call's fla figures as the peer,
-# then `ninfer compare` against the cpu backend (the GDN fixtures, the bf16 qwen3.6-mini
-# at 1 and 8 lanes on the fast prefill route). Outputs: $OUT/r48.tgz, summary.txt.
+# on an H200, run 44's steps: fla 0.6.0 in the same call (job_peer_fla layer: decode,
+# chunk and whole layer), the GDN prefill qualify and bench, the decode qualify and the
+# decode bench twice with this call's fla figures as the peer, then `ninfer compare`
+# against the cpu backend (the GDN fixtures, the bf16 qwen3.6-mini at 1 and 8 lanes on
+# the fast prefill route). Also run48/one-token.patch's decode A/B (through
+# NINFER_TEMPLATES). On another GPU only main's decode bench and the A/B run (H200_ONLY=1:
+# nothing). Outputs: $OUT/r48.tgz, summary.txt.
 set -u
 # Only an H200's prefill and peer figures are new: on another GPU only the patch's decode
 # A/B runs (main's decode bench, the patch's decode qualify and bench; no peer).
