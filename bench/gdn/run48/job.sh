@@ -58,7 +58,7 @@ tar czf $OUT/r48.tgz -C /tmp r48-out
 {
 echo "===== summary"
 cat $O/context.txt
-tail -3 $O/peer.txt; tail -4 $O/peer_layer.txt
+tail -3 $O/peer.txt; cat $O/peer_layer.txt
 grep -hE "vs cpu|FAILED" $O/compare.txt | awk '{print substr($0, 1, 60) " ... " substr($0, length($0) - 60)}'
 for q in prefill decode decode_p; do
   echo "$q: $(grep -E '^qualify \(seed' $O/qualify_$q.txt) $(tail -1 $O/qualify_$q.txt)"; grep FAIL $O/qualify_$q.txt | head -5
