@@ -99,10 +99,6 @@ pub enum SplitHalf {
     Prep,
     /// `gdn/update.cu` alone (on the inputs one prep left).
     Update,
-    /// `gdn/update.cu` with the gates and q/k norms in the kernel ([`update_in_spec`]),
-    /// alone, on the raw inputs read as already convolved: the step with the conv in the
-    /// in-projection's epilogue.
-    UpdateIn,
 }
 
 /// Times one half of a split-step route the way [`time_decode`] times the whole step
@@ -115,13 +111,9 @@ pub fn time_split_half(
     half: SplitHalf,
 ) -> Result<f64, GpuError> {
     assert!(route.tile.split, "{route:?} is not a split-step route");
-    if half == SplitHalf::UpdateIn {
-        gpu.kernel(&update_in_spec(route))?; // loaded before the graph's capture
-    }
     time_step_launches(gpu, route, w, lanes, |st, raw, op| match half {
         SplitHalf::Prep => launch_split_prep(gpu, w, st, raw),
         SplitHalf::Update => launch_split_update(gpu, route, w, st, op),
-        SplitHalf::UpdateIn => launch_update_in(gpu, route, w, st, raw, op),
     })
 }
 
@@ -298,13 +290,9 @@ fn split_halves(
     for (half, name, bytes) in [
         (SplitHalf::Prep, "prep only", prep_bytes as f64),
         (SplitHalf::Update, "update only", update_bytes),
-        (SplitHalf::UpdateIn, "alone", update_bytes),
     ] {
         let us = time_split_half(ctx.gpu, route, w, lanes, half)?;
-        let entry = match half {
-            SplitHalf::UpdateIn => format!("{} {name}", update_in_spec(route).entry),
-            _ => format!("{} {name}", route.spec().entry),
-        };
+        let entry = format!("{} {name}", route.spec().entry);
         out.push(ctx.record(
             DECODE_WHAT,
             entry,

@@ -777,16 +777,6 @@ pub fn instantiations() -> Vec<KernelSpec> {
             }
         }
     }
-    for state in StateType::ALL {
-        for tile in tiles(state).into_iter().filter(|t| t.split) {
-            specs.push(update_in_spec(&RecurrentRoute {
-                mode: Mode::Step,
-                state,
-                tile,
-                kc: 4,
-            }));
-        }
-    }
     specs.push(prep_spec(4, false));
     specs.push(prep_spec(4, true));
     specs.push(prep_decode_spec(4));
@@ -1312,52 +1302,6 @@ pub(super) fn launch_split_update(
     }
     // SAFETY: matches gdn/update.cu; the state holds st.lanes x HV x dv x dk (asserted by
     // the caller), `out` [lanes][HV][dv] as for the fused step.
-    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
-    Ok(())
-}
-
-/// `gdn/update.cu` with the gates and the q/k norms in the kernel (`gin`) for the split
-/// route `route`: what the step would launch if the causal conv + SiLU ran in the
-/// in-projection's epilogue (bench/gdn run 51; not an engine route yet).
-pub fn update_in_spec(route: &RecurrentRoute) -> KernelSpec {
-    assert!(route.tile.split, "{route:?} is not a split-step route");
-    let mut spec = route.spec().param("gin", true);
-    spec.entry = spec.entry.replacen("gdn_update_", "gdn_update_in_", 1);
-    spec
-}
-
-/// Queues [`update_in_spec`]'s kernel: one token a lane, `x.mixed` holding each lane's
-/// q, k and v already convolved (SiLU applied, not normed), `x.a` / `x.b` the raw gates.
-pub fn launch_update_in(
-    gpu: &Gpu,
-    route: &RecurrentRoute,
-    w: &GdnWeights,
-    st: &mut GdnState,
-    x: RawInputs,
-    out: u64,
-) -> Result<(), GpuError> {
-    let d = &w.dims;
-    let spec = update_in_spec(route);
-    let kernel = gpu.kernel(&spec)?;
-    let cfg = column_tiles(route, d, st.lanes);
-    let sp = st.s.ptr(gpu);
-    let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let (in_ld, ab_ld) = x.strides(d);
-    let (in_ld, ab_ld) = (in_ld as i64, ab_ld as i64);
-    let mut b = gpu.launch(&kernel);
-    b.arg(&x.mixed)
-        .arg(&x.a)
-        .arg(&x.b)
-        .arg(&w.a_log)
-        .arg(&w.dt_bias)
-        .arg(&sp)
-        .arg(&out);
-    for v in &dims_i {
-        b.arg(v);
-    }
-    b.arg(&in_ld).arg(&ab_ld);
-    // SAFETY: matches gdn/update.cu with `gin`; the state holds st.lanes x HV x dv x dk,
-    // the inputs st.lanes token rows as RawInputs says, `out` [lanes][HV][dv].
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }

@@ -57,18 +57,21 @@ pub fn silu(x: f64) -> f64 {
     x * sigmoid(x)
 }
 
-/// The causal conv + SiLU over `t_len` tokens of `mixed [t][conv_dim]`, the conv state
-/// (`[conv_dim][kc-1]`, the last inputs before them) advanced past them: `prepare`'s first
-/// part, also what the conv in an in-projection's epilogue would compute.
-pub fn conv_silu(
+/// Steps 2-5 of the mixer: causal depthwise conv with state, SiLU, split, gating, L2 norm
+/// of q and k, q scaling. Updates `conv_state` to the last `Kc-1` inputs.
+pub fn prepare(
     d: &GdnDims,
     p: &GdnParams,
     conv_state: &mut [f64],
     mixed: &[f64],
+    a: &[f64],
+    b: &[f64],
     t_len: usize,
-) -> Vec<f64> {
+) -> Prepared {
     let (cd, kc) = (d.conv_dim(), d.kc);
     assert_eq!(mixed.len(), t_len * cd);
+    assert_eq!(a.len(), t_len * d.hv);
+    assert_eq!(b.len(), t_len * d.hv);
     assert_eq!(conv_state.len(), cd * (kc - 1));
     assert_eq!(p.conv_w.len(), cd * kc);
     // The conv input sequence per channel: the state then this call's tokens.
@@ -94,24 +97,6 @@ pub fn conv_silu(
         let new: Vec<f64> = (0..hist).map(|j| seq(t_len + j)).collect();
         conv_state[c * hist..(c + 1) * hist].copy_from_slice(&new);
     }
-    y
-}
-
-/// Steps 2-5 of the mixer: causal depthwise conv with state, SiLU, split, gating, L2 norm
-/// of q and k, q scaling. Updates `conv_state` to the last `Kc-1` inputs.
-pub fn prepare(
-    d: &GdnDims,
-    p: &GdnParams,
-    conv_state: &mut [f64],
-    mixed: &[f64],
-    a: &[f64],
-    b: &[f64],
-    t_len: usize,
-) -> Prepared {
-    let cd = d.conv_dim();
-    assert_eq!(a.len(), t_len * d.hv);
-    assert_eq!(b.len(), t_len * d.hv);
-    let y = conv_silu(d, p, conv_state, mixed, t_len);
     let (kd, vd) = (d.key_dim(), d.value_dim());
     let mut q = vec![0.0; t_len * kd];
     let mut k = vec![0.0; t_len * kd];
