@@ -24,7 +24,8 @@
 #                         peer, for gdn_gpu's --peer / --peer-called (bench/gdn runs 49 on;
 #                         runs 23-48 inline it).
 #   job_gdn_table FILE... one line a record of gdn_gpu's --json files (tools/gdn_bench_table.py),
-#                         the routes the engine takes and their peers: the job's summary.
+#                         the routes the engine takes and their peers (with $O/peer_layer.jsonl,
+#                         also fla's decode step doing the same work): the job's summary.
 # The earlier jobs (v25-v31) inline the same steps; they stay as they ran.
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -84,5 +85,7 @@ job_peer_fla() {
     done
 }
 job_gdn_table() {
-    python3 tools/gdn_bench_table.py "$@"
+    local lp=()
+    [ -s "$O/peer_layer.jsonl" ] && lp=(--layer-peer "$O/peer_layer.jsonl")
+    python3 tools/gdn_bench_table.py "${lp[@]}" "$@"
 }
