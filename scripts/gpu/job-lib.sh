@@ -26,6 +26,12 @@
 #   job_gdn_table FILE... one line a record of gdn_gpu's --json files (tools/gdn_bench_table.py),
 #                         the routes the engine takes and their peers (with $O/peer_layer.jsonl,
 #                         also fla's decode step doing the same work): the job's summary.
+#   job_gdn_qualify PART [S]  gdn_gpu ($G) qualify of PART (decode | prefill), at most S
+#                         seconds (default 120): $O/qualify_PART.txt and .jsonl, its exit
+#                         status last in the .txt (bench/gdn runs 50 on).
+#   job_gdn_bench PART NAME TAG [S]  gdn_gpu bench of PART, revision $NINFER_REV+TAG, with
+#                         $O/peer_graph.all.jsonl / peer_called.all.jsonl as the peer where
+#                         job_peer_fla made them: $O/bench_NAME.txt and .jsonl (default S 60).
 # The earlier jobs (v25-v31) inline the same steps; they stay as they ran.
 left() { local l=$((LIMIT - ($(date +%s) - T0))); [ $l -lt 1 ] && l=1; [ $l -gt $1 ] && l=$1; echo $l; }
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -83,6 +89,20 @@ job_peer_fla() {
         grep '"what": "gdn prefill",' $O/peer_layer.jsonl | grep "(${kind/called/as called})" > $f.tmp || true
         cat $f.tmp >> $f; sed 's/state=f32/state=f16/' $f.tmp >> $f; rm -f $f.tmp
     done
+}
+job_gdn_qualify() {
+    timeout -k 5 $(left ${2:-120}) $G --$1-only --skip-bench --qualify-json $O/qualify_$1.jsonl \
+        > $O/qualify_$1.txt 2>&1
+    echo "qualify rc=$?" >> $O/qualify_$1.txt
+    t "qualify $1"
+}
+job_gdn_bench() {
+    local peer=()
+    [ -s "$O/peer_graph.all.jsonl" ] && peer=(--peer "$O/peer_graph.all.jsonl" --peer-called "$O/peer_called.all.jsonl")
+    timeout -k 5 $(left ${4:-60}) $G --$1-only --skip-qualify --rev "$NINFER_REV+$3" "${peer[@]}" \
+        --json $O/bench_$2.jsonl > $O/bench_$2.txt 2>&1
+    echo "bench rc=$?" >> $O/bench_$2.txt
+    t "bench $1 $2"
 }
 job_gdn_table() {
     local lp=()

@@ -13,12 +13,7 @@ O=/tmp/r50-out; rm -rf $O; mkdir -p $O; mv /tmp/r48-out/context.txt $O/
 G=$(job_example r48 gdn_gpu)
 job_peer_fla layer
 t peer
-for i in 1 2; do
-  timeout -k 5 $(left 60) $G --decode-only --skip-qualify --rev "$NINFER_REV+r50" --peer $O/peer_graph.all.jsonl \
-      --peer-called $O/peer_called.all.jsonl --json $O/bench_$i.jsonl > $O/bench_$i.txt 2>&1
-  echo "bench rc=$?" >> $O/bench_$i.txt
-  t "bench decode $i"
-done
+for i in 1 2; do job_gdn_bench decode $i r50; done
 tar czf $OUT/r50.tgz -C /tmp r50-out
 {
 echo "===== summary"

@@ -5,7 +5,8 @@
 # the update that takes the gates and norms in: `gdn_update_in_*`), the decode bench twice
 # (the split routes' halves and the update-in alone beside the step), then, on an H200
 # only, the prefill qualify and bench (run 48's missing figures). Outputs: $OUT/r51.tgz,
-# summary.txt.
+# summary.txt. (The H100 run of 2026-12-06 ran these steps inline; they are job-lib's
+# job_gdn_qualify / job_gdn_bench since, the same commands.)
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-560}
 source scripts/gpu/job-lib.sh
@@ -13,23 +14,11 @@ job_init r51 "(bench/gdn run 51: the update with the gates and norms in; fla's d
 G=$(job_example r51 gdn_gpu)
 job_peer_fla layer
 t peer
-timeout -k 5 $(left 120) $G --decode-only --skip-bench --qualify-json $O/qualify_decode.jsonl > $O/qualify_decode.txt 2>&1
-echo "qualify rc=$?" >> $O/qualify_decode.txt
-t "qualify decode"
-for i in 1 2; do
-  timeout -k 5 $(left 60) $G --decode-only --skip-qualify --rev "$NINFER_REV+r51" --peer $O/peer_graph.all.jsonl \
-      --peer-called $O/peer_called.all.jsonl --json $O/bench_$i.jsonl > $O/bench_$i.txt 2>&1
-  echo "bench rc=$?" >> $O/bench_$i.txt
-  t "bench decode $i"
-done
+job_gdn_qualify decode
+for i in 1 2; do job_gdn_bench decode $i r51; done
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  timeout -k 5 $(left 120) $G --prefill-only --skip-bench --qualify-json $O/qualify_prefill.jsonl > $O/qualify_prefill.txt 2>&1
-  echo "qualify rc=$?" >> $O/qualify_prefill.txt
-  t "qualify prefill"
-  timeout -k 5 $(left 80) $G --prefill-only --skip-qualify --rev "$NINFER_REV+r51" --peer $O/peer_graph.all.jsonl \
-      --peer-called $O/peer_called.all.jsonl --json $O/bench_prefill.jsonl > $O/bench_prefill.txt 2>&1
-  echo "bench rc=$?" >> $O/bench_prefill.txt
-  t "bench prefill"
+  job_gdn_qualify prefill
+  job_gdn_bench prefill prefill r51 80
 fi
 tar czf $OUT/r51.tgz -C /tmp r51-out
 {
