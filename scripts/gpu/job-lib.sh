@@ -28,7 +28,7 @@
 #                         also fla's decode step doing the same work): the job's summary.
 #   job_gdn_qualify PART [S]  gdn_gpu ($G) qualify of PART (decode | prefill), at most S
 #                         seconds (default 120): $O/qualify_PART.txt and .jsonl, its exit
-#                         status last in the .txt (bench/gdn runs 50 on).
+#                         status last in the .txt (bench/gdn runs 51 on).
 #   job_gdn_bench PART NAME TAG [S]  gdn_gpu bench of PART, revision $NINFER_REV+TAG, with
 #                         $O/peer_graph.all.jsonl / peer_called.all.jsonl as the peer where
 #                         job_peer_fla made them: $O/bench_NAME.txt and .jsonl (default S 60).

@@ -7,6 +7,8 @@
 # the fast prefill route). Also run48/one-token.patch's decode A/B (through
 # NINFER_TEMPLATES). On another GPU only main's decode bench and the A/B run (H200_ONLY=1:
 # nothing). Outputs: $OUT/r48.tgz, summary.txt.
+# Its H200 half (fla, the prefill and decode qualify and bench) is what bench/gdn run 51's
+# job now runs on an H200, with fla's decode step too: run that one instead.
 set -u
 # Only an H200's prefill and peer figures are new: on another GPU only the patch's decode
 # A/B runs (main's decode bench, the patch's decode qualify and bench; no peer).
