@@ -84,6 +84,7 @@ mod tests {
                 "gdn/staged.cu",
                 "gdn/prep.cu",
                 "gdn/prep_warp.cu",
+                "gdn/conv_step.cu",
                 "gdn/update.cu",
                 "gdn/out_norm.cu",
             ]

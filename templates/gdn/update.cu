@@ -10,6 +10,14 @@
     state  "float" | "f16_t"  state storage (arithmetic is always f32)
     rows   columns of S each half-warp holds
     warps  warps per block
+    gin    (default false) the gates and the q/k norms in this kernel, the first launch
+           being gdn/conv_step.cu (the conv + SiLU alone): q, k, v of each lane at
+           mixed + lane * in_ld as it left them (unnormed), the raw a and b at
+           a_in / b_in + lane * ab_ld; flash-linear-attention's recurrent kernel takes its
+           inputs so with its gates and norms in the kernel. The norms and gates are
+           gdn/prep.cu's formulas, the norms summed in the half-warp (another order than
+           the prep's block sums). The rows must be 16-byte aligned (q and k are read in
+           16-byte slices).
   16 lanes share one column of S, 8 elements each (dk <= 128, dk % 8 == 0); a block holds
   warps * 2 * rows consecutive columns of one value head of one lane.
 
@@ -73,6 +81,17 @@ __device__ __forceinline__ void st_cs(f16_t* p, const float* v) {
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
+{%- if gin | default(value=false) %}
+{{ kernel_name }}(const float* __restrict__ mixed,
+                  const float* __restrict__ a_in,
+                  const float* __restrict__ b_in,
+                  const float* __restrict__ a_log,
+                  const float* __restrict__ dt_bias,
+                  state_t* __restrict__ state,
+                  float* __restrict__ out,
+                  int hk, int hv, int dk, int dv,
+                  long long in_ld, long long ab_ld)
+{%- else %}
 {{ kernel_name }}(const float* __restrict__ q,
                   const float* __restrict__ k,
                   const float* __restrict__ v,
@@ -81,6 +100,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                   state_t* __restrict__ state,
                   float* __restrict__ out,
                   int hk, int hv, int dk, int dv)
+{%- endif %}
 {
     const int lane_id = blockIdx.z;
     const int h = blockIdx.y;
@@ -106,6 +126,40 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     NINFER_PDL_TRIGGER();
 
     float qs[EPT], ks[EPT];
+{%- if gin | default(value=false) %}
+    const float* q = mixed + lane_id * in_ld + (long long)kh * dk;
+    const float* k = q + (long long)hk * dk;
+    const float* vh = mixed + lane_id * in_ld + 2LL * hk * dk + (long long)h * dv;
+    if (in) {
+        gdn_ld_slice(q + i0, qs, EPT);
+        gdn_ld_slice(k + i0, ks, EPT);
+    } else {
+#pragma unroll
+        for (int e = 0; e < EPT; ++e) { qs[e] = 0.0f; ks[e] = 0.0f; }
+    }
+    const float a_raw = a_in[lane_id * ab_ld + h];
+    const float b_raw = b_in[lane_id * ab_ld + h];
+    float vj[RPT];
+#pragma unroll
+    for (int rr = 0; rr < RPT; ++rr) vj[rr] = j0 + rr < dv ? vh[j0 + rr] : 0.0f;
+    // gdn/prep.cu's norms (q also scaled by 1 / sqrt(dk)) and gates.
+    float sq = 0.0f, sk = 0.0f;
+#pragma unroll
+    for (int e = 0; e < EPT; ++e) {
+        sq = fmaf(qs[e], qs[e], sq);
+        sk = fmaf(ks[e], ks[e], sk);
+    }
+    gdn_group_sum2(sq, sk);
+    const float inv_q = rsqrtf((float)dk) / sqrtf(sq + 1e-6f);
+    const float inv_k = 1.0f / sqrtf(sk + 1e-6f);
+#pragma unroll
+    for (int e = 0; e < EPT; ++e) {
+        qs[e] *= inv_q;
+        ks[e] *= inv_k;
+    }
+    const float eg = expf(-expf(a_log[h]) * gdn_softplus(a_raw + dt_bias[h]));
+    const float bt = 1.0f / (1.0f + expf(-b_raw));
+{%- else %}
     if (in) {
         gdn_ld_slice(q + ((long long)lane_id * hk + kh) * dk + i0, qs, EPT);
         gdn_ld_slice(k + ((long long)lane_id * hk + kh) * dk + i0, ks, EPT);
@@ -118,6 +172,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     float vj[RPT];
 #pragma unroll
     for (int rr = 0; rr < RPT; ++rr) vj[rr] = j0 + rr < dv ? v[((long long)lane_id * hv + h) * dv + j0 + rr] : 0.0f;
+{%- endif %}
 
     float kq = 0.0f;
 #pragma unroll

@@ -95,9 +95,9 @@ pub fn time_decode(
 /// Which launches of the split step [`time_split_half`] times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SplitHalf {
-    /// `gdn/prep.cu` alone.
+    /// The first launch alone: `gdn/prep.cu`, or `gdn/conv_step.cu` (`Tile::gin`).
     Prep,
-    /// `gdn/update.cu` alone (on the inputs one prep left).
+    /// `gdn/update.cu` alone (on the inputs one first launch left).
     Update,
 }
 
@@ -112,8 +112,8 @@ pub fn time_split_half(
 ) -> Result<f64, GpuError> {
     assert!(route.tile.split, "{route:?} is not a split-step route");
     time_step_launches(gpu, route, w, lanes, |st, raw, op| match half {
-        SplitHalf::Prep => launch_split_prep(gpu, w, st, raw),
-        SplitHalf::Update => launch_split_update(gpu, route, w, st, op),
+        SplitHalf::Prep => launch_split_prep(gpu, route, w, st, raw),
+        SplitHalf::Update => launch_split_update(gpu, route, w, st, raw, op),
     })
 }
 
@@ -272,8 +272,9 @@ pub fn bench_decode(ctx: &BenchCtx, w: &GdnWeights) -> Result<Vec<BenchRecord>, 
 }
 
 /// A split-step route's halves, each timed alone ([`time_split_half`]): `<entry> prep only`
-/// (bytes: its inputs, outputs and conv-state windows) and `<entry> update only` (the state
-/// read and written, its inputs and output).
+/// or, with the gates in the update (`Tile::gin`), `<entry> conv only` (bytes: its inputs,
+/// outputs and conv-state windows), and `<entry> update only` (the state read and written,
+/// its inputs and output).
 fn split_halves(
     ctx: &BenchCtx,
     w: &GdnWeights,
@@ -282,13 +283,19 @@ fn split_halves(
 ) -> Result<Vec<BenchRecord>, GpuError> {
     let d = w.dims;
     let shape = decode_shape(lanes, &d, route.state);
+    // What the update reads besides the state: the prep's q, k, v, g and beta, or the
+    // conv's q, k and v and the raw a and b.
     let prepared = 2 * d.hk * d.dk + d.value_dim() + 2 * d.hv;
-    let prep_bytes = (d.conv_dim() + 2 * d.hv + prepared + 2 * d.conv_state_len()) * 4;
+    let first_in = d.conv_dim() + 2 * d.conv_state_len();
+    let (first, first_bytes) = match route.tile.gin {
+        true => ("conv only", (first_in + d.conv_dim()) * 4),
+        false => ("prep only", (first_in + 2 * d.hv + prepared) * 4),
+    };
     let (sb, _) = decode_bytes(&d, route.state);
     let update_bytes = sb + ((prepared + d.value_dim()) * 4) as f64;
     let mut out = Vec::new();
     for (half, name, bytes) in [
-        (SplitHalf::Prep, "prep only", prep_bytes as f64),
+        (SplitHalf::Prep, first, first_bytes as f64),
         (SplitHalf::Update, "update only", update_bytes),
     ] {
         let us = time_split_half(ctx.gpu, route, w, lanes, half)?;

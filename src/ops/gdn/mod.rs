@@ -195,6 +195,11 @@ pub struct Tile {
     /// workspace, then the recurrence alone, `gdn/update.cu` (16 lanes x 8 elements a
     /// column, `rows` columns a half-warp; no block barrier).
     pub split: bool,
+    /// With `split`, the other division of the step: the causal conv + SiLU alone first
+    /// (`gdn/conv_step.cu`, one thread a channel, into [`PrepBufs::mixed`]), then the
+    /// recurrence with the q/k norms and the gates in it (`gdn/update.cu` with `gin`), as
+    /// flash-linear-attention's decode layer divides it.
+    pub gin: bool,
 }
 
 impl Tile {
@@ -211,6 +216,7 @@ impl Tile {
             && (self.group == 0 || self.vec)
             && (self.stages == 0 || self.stages >= 2)
             && (!self.split || (self.lpr, self.ept, self.vec, self.group) == (16, 8, true, 0))
+            && (!self.gin || self.split)
     }
     /// Whether a route of this tile serves `mode` with `t` tokens a lane: the split step
     /// takes one token in mode step only.
@@ -230,6 +236,7 @@ impl Tile {
             String::new()
         };
         let group = match (self.group, self.stages, self.split) {
+            (_, _, true) if self.gin => "xg".to_string(),
             (_, _, true) => "x".to_string(),
             (0, _, _) => String::new(),
             (g, 0, _) => format!("g{g}"),
@@ -263,6 +270,7 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         group: 0,
         stages: 0,
         split: false,
+        gin: false,
     };
     let g = |group, stages, minb| Tile {
         lpr: 16,
@@ -274,6 +282,7 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
         group,
         stages,
         split: false,
+        gin: false,
     };
     match state {
         StateType::F32 => vec![
@@ -285,6 +294,8 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             g(4, 4, 3),
             split_tile(2, 2),
             split_tile(4, 4),
+            split_gin_tile(2, 2),
+            split_gin_tile(4, 4),
         ],
         StateType::F16 => vec![
             t(16, 8, 2, 8, true),
@@ -295,8 +306,17 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
             g(4, 4, 3),
             split_tile(4, 4),
             split_tile(2, 2),
+            split_gin_tile(4, 4),
+            split_gin_tile(2, 2),
         ],
     }
+}
+
+/// Whether the heuristics' split step takes the gates in the update (`Tile::gin`): yes
+/// unless the environment sets `NINFER_GDN_GATES_IN=0` (an A/B switch: the prep form).
+pub fn gates_in_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    crate::ops::linear_exact::switch_on(&ON, "NINFER_GDN_GATES_IN")
 }
 
 /// A split-step tile (`Tile::split`): `rows` columns a half-warp, `warps` warps. The f32
@@ -313,6 +333,15 @@ pub const fn split_tile(rows: u32, warps: u32) -> Tile {
         group: 0,
         stages: 0,
         split: true,
+        gin: false,
+    }
+}
+
+/// [`split_tile`] in the division with the gates in the update (`Tile::gin`).
+pub const fn split_gin_tile(rows: u32, warps: u32) -> Tile {
+    Tile {
+        gin: true,
+        ..split_tile(rows, warps)
     }
 }
 
@@ -351,8 +380,8 @@ impl RecurrentRoute {
                 .param("kc", self.kc)
         };
         if self.tile.split {
-            // (gdn/prep.cu, the first launch, has its own spec.)
-            return KernelSpec::new(
+            // (gdn/prep.cu or gdn/conv_step.cu, the first launch, has its own spec.)
+            let spec = KernelSpec::new(
                 "gdn_update",
                 "gdn/update.cu",
                 format!("gdn_update_{}_{}", self.state.short(), self.tile.short()),
@@ -361,6 +390,10 @@ impl RecurrentRoute {
             .param("state", self.state.cuda_type())
             .param("rows", self.tile.rows)
             .param("warps", self.tile.warps);
+            return match self.tile.gin {
+                true => spec.param("gin", true),
+                false => spec,
+            };
         }
         match (self.tile.group > 0, self.tile.stages > 0) {
             (true, true) => spec("gdn_staged", "gdn/staged.cu")
@@ -407,12 +440,18 @@ impl RecurrentRoute {
             group: 6,
             stages: 0,
             split: false,
+            gin: false,
         };
         // The split step from 5 lanes (bench/gdn run 10, standalone, 27B shape, 8 lanes:
         // f32 16.8 us against 20.1 for the best fused tile, f16 10.1 against 14.2).
-        let split = match state {
-            StateType::F32 => split_tile(2, 2),
-            StateType::F16 => split_tile(4, 4),
+        // Its division with the gates in the update (`Tile::gin`; bench/gdn run 52).
+        let (rows, warps) = match state {
+            StateType::F32 => (2, 2),
+            StateType::F16 => (4, 4),
+        };
+        let split = match gates_in_enabled() {
+            true => split_gin_tile(rows, warps),
+            false => split_tile(rows, warps),
         };
         if lanes >= 5 && mode == Mode::Step && split.fits(dims.dk) {
             return Some(RecurrentRoute {
@@ -542,6 +581,20 @@ fn prep_decode_spec(kc: usize) -> KernelSpec {
     .param("tokc", 1)
     .param("kc", kc)
     .param("chmax", 1)
+}
+
+/// The first launch of the split step with the gates in the update (`Tile::gin`):
+/// `gdn/conv_step.cu`, one channel a thread.
+const CONV_STEP_BLOCK: u32 = 256;
+fn conv_step_spec(kc: usize) -> KernelSpec {
+    KernelSpec::new(
+        "gdn_conv_step",
+        "gdn/conv_step.cu",
+        format!("gdn_conv_step_b{CONV_STEP_BLOCK}_k{kc}"),
+    )
+    .programmatic()
+    .param("block", CONV_STEP_BLOCK)
+    .param("kc", kc)
 }
 
 /// The prefill's prologue; with `f16_out` it writes q, k and v as f16 (for the f16 chunk
@@ -780,6 +833,7 @@ pub fn instantiations() -> Vec<KernelSpec> {
     specs.push(prep_spec(4, false));
     specs.push(prep_spec(4, true));
     specs.push(prep_decode_spec(4));
+    specs.push(conv_step_spec(4));
     specs.push(chunk_wu_spec());
     for dvt in CHUNK_DVTS {
         specs.push(chunk_scan_spec(dvt));
@@ -932,14 +986,17 @@ impl GdnState {
     }
 }
 
-/// `gdn/prep.cu`'s outputs for one token a lane (f32): q, k `[lanes][HK][dk]`, v
-/// `[lanes][HV][dv]`, g, beta `[lanes][HV]`; 33 KB a lane at the 27B's dims.
+/// The split step's workspace for one token a lane (f32). `gdn/prep.cu`'s outputs: q, k
+/// `[lanes][HK][dk]`, v `[lanes][HV][dv]`, g, beta `[lanes][HV]` (33 KB a lane at the
+/// 27B's dims); `gdn/conv_step.cu`'s: mixed `[lanes][conv_ld]`, each lane's q, k and v
+/// convolved (41 KB a lane).
 pub struct PrepBufs {
     pub q: CudaSlice<f32>,
     pub k: CudaSlice<f32>,
     pub v: CudaSlice<f32>,
     pub g: CudaSlice<f32>,
     pub beta: CudaSlice<f32>,
+    pub mixed: CudaSlice<f32>,
 }
 
 impl PrepBufs {
@@ -950,8 +1007,15 @@ impl PrepBufs {
             v: alloc(gpu, lanes * d.value_dim())?,
             g: alloc(gpu, lanes * d.hv)?,
             beta: alloc(gpu, lanes * d.hv)?,
+            mixed: alloc(gpu, lanes * conv_ld(d))?,
         })
     }
+}
+
+/// [`PrepBufs::mixed`]'s row: conv_dim rounded up to 4 floats, so that every row starts
+/// 16 bytes aligned (the update with the gates in reads q and k in 16-byte slices).
+pub fn conv_ld(d: &GdnDims) -> usize {
+    d.conv_dim().next_multiple_of(4)
 }
 
 /// Raw device inputs of the mixer for `lanes` x `t` tokens (addresses, so that callers can
@@ -1223,10 +1287,10 @@ fn launch_prep(
     Ok(())
 }
 
-/// The split step (`Tile::split`): `gdn/prep.cu` over the lanes as sequences of one token
-/// into `st.prep` (it also advances the conv state), then `gdn/update.cu`. Both launch
-/// programmatically: the prep loads the conv weights and windows before it waits for the
-/// kernel ahead, the update its state slice before it waits for the prep.
+/// The split step (`Tile::split`): its first launch over the lanes as sequences of one
+/// token (it also advances the conv state), then `gdn/update.cu`. Both launch
+/// programmatically: the first loads the conv weights and windows before it waits for the
+/// kernel ahead, the update its state slice before it waits for the first.
 fn launch_split(
     gpu: &Gpu,
     route: &RecurrentRoute,
@@ -1240,20 +1304,49 @@ fn launch_split(
         2 * d.dk <= PREP_DECODE_BLOCK as usize && d.dv <= PREP_DECODE_BLOCK as usize,
         "the split step's prep takes 2 dk and dv up to {PREP_DECODE_BLOCK}"
     );
-    launch_split_prep(gpu, w, st, x)?;
-    launch_split_update(gpu, route, w, st, out)
+    launch_split_prep(gpu, route, w, st, x)?;
+    launch_split_update(gpu, route, w, st, x, out)
 }
 
-/// The split step's first half: `gdn/prep.cu` over the lanes, one token each, into the
-/// state's [`PrepBufs`].
+/// The split step's first half into the state's [`PrepBufs`]: `gdn/prep.cu` (the conv,
+/// the gates and the q/k norms), or with `gin` `gdn/conv_step.cu` (the conv alone).
 pub(super) fn launch_split_prep(
     gpu: &Gpu,
+    route: &RecurrentRoute,
     w: &GdnWeights,
     st: &GdnState,
     x: RawInputs,
 ) -> Result<(), GpuError> {
     let d = &w.dims;
     let p = st.prep.as_ref().expect("the caller checked");
+    if route.tile.gin {
+        let spec = conv_step_spec(d.kc);
+        let kernel = gpu.kernel(&spec)?;
+        let cfg = LaunchConfig {
+            grid_dim: (
+                d.conv_dim().div_ceil(CONV_STEP_BLOCK as usize) as u32,
+                st.lanes as u32,
+                1,
+            ),
+            block_dim: (CONV_STEP_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (in_ld, _) = x.strides(d);
+        let (cd, in_ld, y_ld) = (d.conv_dim() as i32, in_ld as i64, conv_ld(d) as i64);
+        let mut b = gpu.launch(&kernel);
+        b.arg(&x.mixed)
+            .arg(&w.conv_w)
+            .arg(&st.conv)
+            .arg(&p.mixed)
+            .arg(&cd)
+            .arg(&in_ld)
+            .arg(&y_ld);
+        // SAFETY: matches gdn/conv_step.cu; the conv state holds st.lanes windows, the
+        // inputs st.lanes token rows as RawInputs says, PrepBufs::mixed st.lanes rows of
+        // conv_ld.
+        unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+        return Ok(());
+    }
     let prepared = PrepOut {
         q: dptr(gpu, &p.q),
         k: dptr(gpu, &p.k),
@@ -1274,12 +1367,14 @@ pub(super) fn launch_split_prep(
     )
 }
 
-/// The split step's second half: `gdn/update.cu` from the state's [`PrepBufs`].
+/// The split step's second half: `gdn/update.cu` from the state's [`PrepBufs`], with
+/// `gin` also from the raw gates of `x` (the step's inputs: its a and b rows).
 pub(super) fn launch_split_update(
     gpu: &Gpu,
     route: &RecurrentRoute,
     w: &GdnWeights,
     st: &mut GdnState,
+    x: RawInputs,
     out: u64,
 ) -> Result<(), GpuError> {
     let d = &w.dims;
@@ -1290,18 +1385,26 @@ pub(super) fn launch_split_update(
     let sp = st.s.ptr(gpu);
     let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     let mut b = gpu.launch(&kernel);
-    b.arg(&p.q)
-        .arg(&p.k)
-        .arg(&p.v)
-        .arg(&p.g)
-        .arg(&p.beta)
-        .arg(&sp)
-        .arg(&out);
+    let (in_ld, ab_ld) = (conv_ld(d) as i64, x.strides(d).1 as i64);
+    if route.tile.gin {
+        b.arg(&p.mixed)
+            .arg(&x.a)
+            .arg(&x.b)
+            .arg(&w.a_log)
+            .arg(&w.dt_bias);
+    } else {
+        b.arg(&p.q).arg(&p.k).arg(&p.v).arg(&p.g).arg(&p.beta);
+    }
+    b.arg(&sp).arg(&out);
     for v in &dims_i {
         b.arg(v);
     }
-    // SAFETY: matches gdn/update.cu; the state holds st.lanes x HV x dv x dk (asserted by
-    // the caller), `out` [lanes][HV][dv] as for the fused step.
+    if route.tile.gin {
+        b.arg(&in_ld).arg(&ab_ld);
+    }
+    // SAFETY: matches gdn/update.cu (with `gin`: its mixed rows conv_ld apart, 16-byte
+    // aligned, and the gates' rows as RawInputs says); the state holds st.lanes x HV x dv
+    // x dk (asserted by the caller), `out` [lanes][HV][dv] as for the fused step.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }
