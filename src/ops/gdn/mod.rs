@@ -2228,4 +2228,38 @@ mod tests {
             "no record/replay split entries"
         );
     }
+
+    #[test]
+    fn the_gates_in_split_tiles_render_their_own_update_and_leave_the_prep_forms_alone() {
+        let jit = crate::jit::Jit::global().expect("templates");
+        for st in StateType::ALL {
+            let route = |tile| RecurrentRoute {
+                mode: Mode::Step,
+                state: st,
+                tile,
+                kc: 4,
+            };
+            let (prep, gin) = (route(split_tile(2, 2)), route(split_gin_tile(2, 2)));
+            assert!(gin.tile.fits(128) && gin.tile.serves(Mode::Step, 1));
+            assert!(!gin.tile.serves(Mode::Step, 2));
+            let (ep, eg) = (prep.spec().entry, gin.spec().entry);
+            assert_eq!(eg, format!("{ep}g"), "the gin entry is the prep form's + g");
+            let (sp, sg) = (
+                jit.render(&prep.spec()).unwrap(),
+                jit.render(&gin.spec()).unwrap(),
+            );
+            // The gin kernel takes the raw gates and the stacked rows; the prep form keeps
+            // the prepared inputs (and its source, which the tuning profile's hash covers).
+            assert!(sg.contains("a_in") && sg.contains("in_ld") && !sg.contains("beta["));
+            assert!(!sp.contains("a_in") && sp.contains("beta["));
+        }
+        let conv = jit.render(&conv_step_spec(4)).unwrap();
+        assert!(conv.contains("gdn_conv_step_b256_k4(") && crate::jit::calls_pdl_wait(&conv));
+        // A gin tile is a split tile.
+        let bad = Tile {
+            split: false,
+            ..split_gin_tile(2, 2)
+        };
+        assert!(!bad.fits(128));
+    }
 }
