@@ -5,8 +5,8 @@
 # the same call (job_peer_fla layer); the decode qualify (the gin tiles' checks among
 # them); the decode bench twice (each split route's step and its two halves); the engine
 # against the cpu backend (job_compare_gdn mini: the qwen3.6-mini at 8 lanes takes the gin
-# split step); then the synthetic Qwen3.6-27B q4_g64 at 8 lanes, NINFER_GDN_GATES_IN 1 / 0
-# alternated (one process each; the heuristic routes, no profile). On an H200 also the
+# split step); then the synthetic Qwen3.6-27B q4_g64 at 8 lanes, NINFER_GDN_GATES_IN 1 then 0
+# (one process each; the heuristic routes, no profile). On an H200 also the
 # prefill qualify and bench (run 48's missing figures). Outputs: $OUT/r52.tgz, summary.txt.
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}
@@ -20,7 +20,7 @@ for i in 1 2; do job_gdn_bench decode $i r52; done
 job_compare_gdn mini
 t compare
 i=0
-for sw in 1 0 1 0; do
+for sw in 1 0; do
   i=$((i + 1))
   NINFER_GDN_GATES_IN=$sw timeout $(left 90) $B bench model --synthetic qwen3.6-27b --weights q4_g64 \
       --lanes 8 --prompt 16 --warmup 0 --decode-tokens 64 --json $O/model27b_${i}_g$sw.jsonl \
