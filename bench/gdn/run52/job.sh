@@ -4,8 +4,8 @@
 # with `gin`), the heuristics' split step from 5 lanes since this revision. fla 0.6.0 in
 # the same call (job_peer_fla layer); the decode qualify (the gin tiles' checks among
 # them); the decode bench twice (each split route's step and its two halves); the engine
-# against the cpu backend (job_compare_gdn mini: the qwen3.6-mini at 8 lanes takes the gin
-# split step); then the synthetic Qwen3.6-27B q4_g64 at 8 lanes, NINFER_GDN_GATES_IN 1 then 0
+# against the cpu backend (job_compare_gdn mini with NINFER_GDN_GATES_IN=1: the qwen3.6-mini
+# at 8 lanes takes the gin split step); then the synthetic Qwen3.6-27B q4_g64 at 8 lanes, NINFER_GDN_GATES_IN 1 then 0
 # (one process each; the heuristic routes, no profile). On an H200 also the
 # prefill qualify and bench (run 48's missing figures). Outputs: $OUT/r52.tgz, summary.txt.
 set -u
@@ -17,7 +17,7 @@ job_peer_fla layer
 t peer
 job_gdn_qualify decode
 for i in 1 2; do job_gdn_bench decode $i r52; done
-job_compare_gdn mini
+NINFER_GDN_GATES_IN=1 job_compare_gdn mini
 t compare
 i=0
 for sw in 1 0; do

@@ -312,11 +312,12 @@ pub fn tiles(state: StateType) -> Vec<Tile> {
     }
 }
 
-/// Whether the heuristics' split step takes the gates in the update (`Tile::gin`): yes
-/// unless the environment sets `NINFER_GDN_GATES_IN=0` (an A/B switch: the prep form).
+/// Whether the heuristics' split step takes the gates in the update (`Tile::gin`): only
+/// where the environment sets `NINFER_GDN_GATES_IN=1` until its GPU qualification and
+/// timings (bench/gdn run 52) decide; the tuner times it beside the prep form either way.
 pub fn gates_in_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    crate::ops::linear_exact::switch_on(&ON, "NINFER_GDN_GATES_IN")
+    crate::ops::linear_exact::switch_opt_in(&ON, "NINFER_GDN_GATES_IN")
 }
 
 /// A split-step tile (`Tile::split`): `rows` columns a half-warp, `warps` warps. The f32
