@@ -389,6 +389,24 @@ pub trait Backend: Clone + Send + Sync {
         let o = self.gdn_lanes_stacked(w, states, all, widths);
         self.linear_add(x, &o, out, None);
     }
+    /// The GDN layer of the lanes from the residual stream `x`: the input norm (`norm`,
+    /// `eps`, its convention) and the stacked in-projection `in_proj`, then
+    /// [`Backend::gdn_lanes_stacked_out_add`]. The default is `norm_linear` then that (a
+    /// backend may run the causal conv in the in-projection's epilogue).
+    #[allow(clippy::too_many_arguments)]
+    fn gdn_lanes_layer_add(
+        &self,
+        x: &mut Self::Act,
+        (norm, eps, conv): (&Self::Vector, f64, NormWeight),
+        in_proj: &Self::Linear,
+        w: &Self::GdnWeights,
+        states: &mut [&mut Self::GdnState],
+        widths: [usize; 4],
+        out: &Self::Linear,
+    ) {
+        let all = self.norm_linear(x, norm, eps, conv, in_proj);
+        self.gdn_lanes_stacked_out_add(x, w, states, &all, widths, out);
+    }
     /// The rows of `parts` (equal widths) one after another.
     fn concat_rows(&self, parts: &[Self::Act]) -> Self::Act;
     /// `[a | b]` side by side (same rows).

@@ -1061,6 +1061,79 @@ impl CudaBackend {
         elementwise::split_cols_enabled() && (n == 1 || self.gdn_lanes_route(d, ty, n).tile.split)
     }
 
+    /// The GDN in-projection of the lanes with the causal conv in its epilogue
+    /// (`linear_mma_exact::with_conv_epilogue`), where the lanes take the gates-in split
+    /// step (`Tile::gin`) on one slab and the in-projection runs the mma kernel with the
+    /// RMSNorm prologue: the stacked rows (q, k and v convolved, the slab's conv windows
+    /// moved on), the step's route and the slab. `None` (nothing launched): the norm, the
+    /// projection and the step as they are.
+    fn gdn_in_proj_conv(
+        &self,
+        x: &CudaAct,
+        (norm, eps, conv): (&CudaSlice<f32>, f64, NormWeight),
+        in_proj: &DeviceWeight,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        widths: [usize; 4],
+    ) -> Option<(CudaAct, RecurrentRoute, Arc<Mutex<gdn::GdnState>>)> {
+        use crate::ops::linear_mma_exact::{conv_epilogue_enabled, with_conv_epilogue, CONV_KC};
+        let d = w.0.dims;
+        let n = x.rows;
+        let (big_n, k) = (in_proj.layout.n, in_proj.layout.k);
+        let dense = widths == [d.conv_dim(), d.value_dim(), d.hv, d.hv];
+        if !conv_epilogue_enabled()
+            || !dense
+            || !(5..=8).contains(&n)
+            || states.len() != n
+            || d.kc != CONV_KC
+            || norm.len() != x.cols
+            || !big_n.is_multiple_of(4)
+            || widths.iter().sum::<usize>() > big_n
+        {
+            return None;
+        }
+        let ty = self.gdn_state_type(states[0]);
+        let route = self.gdn_lanes_route(&d, ty, n);
+        if !(route.tile.split && route.tile.gin) {
+            return None;
+        }
+        let fused = self.fused_route(in_proj, n, Epilogue::None, PrologueKind::RmsNorm(conv))?;
+        let conv_route = with_conv_epilogue(&fused, big_n, k)?;
+        let mut slab = Self::common_slab(states);
+        if slab.is_none() && self.capturing().is_none() {
+            self.move_into_slab(states, &d);
+            slab = Self::common_slab(states);
+        }
+        let slab = slab?;
+        let window = {
+            let st = slab.lock().expect("gdn slab");
+            st.prep.as_ref()?;
+            linear_exact::ConvWindow {
+                weights: self.slice_ptr(&w.0.conv_w),
+                state: self.slice_ptr(&st.conv),
+                channels: d.conv_dim(),
+            }
+        };
+        let all = self.alloc(n, big_n);
+        let prologue = Prologue::RmsNorm {
+            weight: self.slice_ptr(norm),
+            eps: eps as f32,
+            conv,
+        };
+        let launched = linear_exact::launch_conv(
+            &self.gpu,
+            &conv_route,
+            in_proj,
+            self.ptr(x),
+            &prologue,
+            window,
+            self.ptr(&all),
+            n,
+        );
+        ok("gdn in-projection with the conv", launched);
+        Some((all, route, slab))
+    }
+
     /// The lanes' GDN step on the stacked in-projection `all` read in place
     /// ([`Self::gdn_lanes_in_place`]): their `o [n, HV*dv]` before the output norm.
     fn gdn_lanes_step_in_place(
@@ -2382,6 +2455,50 @@ impl Backend for CudaBackend {
         };
         let o = self.gdn_lanes_step_in_place(w, states, all);
         self.gated_norm_linear_add(x, &route, &o, w, gate, out);
+    }
+
+    fn gdn_lanes_layer_add(
+        &self,
+        x: &mut CudaAct,
+        (norm, eps, conv): (&CudaSlice<f32>, f64, NormWeight),
+        in_proj: &DeviceWeight,
+        w: &CudaGdnWeights,
+        states: &mut [&mut CudaGdnState],
+        widths: [usize; 4],
+        out: &DeviceWeight,
+    ) {
+        let in_conv = self.gdn_in_proj_conv(x, (norm, eps, conv), in_proj, w, states, widths);
+        let Some((all, route, slab)) = in_conv else {
+            let all = self.norm_linear(x, norm, eps, conv, in_proj);
+            return self.gdn_lanes_stacked_out_add(x, w, states, &all, widths, out);
+        };
+        // The in-projection convolved q, k and v in place: the gates-in update reads them
+        // and the raw gates from its rows, then the output norm and the out projection.
+        let d = w.0.dims;
+        let n = all.rows;
+        let base = self.ptr(&all);
+        let b = base + ((d.conv_dim() + d.value_dim()) * 4) as u64;
+        let convolved = RawInputs {
+            mixed: base,
+            a: b + (d.hv * 4) as u64,
+            b,
+            mixed_ld: all.cols,
+            ab_ld: all.cols,
+        };
+        let o = self.alloc(n, d.value_dim());
+        let mut st = slab.lock().expect("gdn slab");
+        let launched =
+            gdn::launch_update_convolved(&self.gpu, &route, &w.0, &mut st, convolved, self.ptr(&o));
+        ok("gdn", launched);
+        drop(st);
+        let gate = (base + (d.conv_dim() * 4) as u64, all.cols);
+        match self.gated_norm_route(out, n, w, gate) {
+            Some(r) => self.gated_norm_linear_add(x, &r, &o, w, gate, out),
+            None => {
+                let y = self.gdn_out_norm_at(w, &o, (gate.0, Some(gate.1)), n);
+                self.linear_add(x, &y, out, None);
+            }
+        }
     }
 
     fn concat_cols(&self, a: &CudaAct, b: &CudaAct) -> CudaAct {

@@ -33,6 +33,11 @@ pub enum Epilogue {
     Residual,
     /// `Y = silu(X Wg^T) * (X Wu^T)`: the first weight is the gate, the second the up.
     Swiglu,
+    /// The GDN in-projection at its lanes (column t is lane t, one token each): its first
+    /// `conv_ch` outputs of each column through the causal conv with the lane's window and
+    /// SiLU, the window moved on (`gdn/conv_step.cu`'s arithmetic). The exact route's mma
+    /// register kernel only (`linear_mma_exact::with_conv_epilogue`); not in [`Self::ALL`].
+    Conv,
 }
 
 impl Epilogue {
@@ -42,6 +47,7 @@ impl Epilogue {
             Epilogue::None => "plain",
             Epilogue::Residual => "res",
             Epilogue::Swiglu => "swiglu",
+            Epilogue::Conv => "conv",
         }
     }
 }
@@ -658,6 +664,7 @@ pub fn reference_rows(
                     let u = dot(ti, &up_rows.expect("swiglu reference needs up rows")[i]);
                     g / (1.0 + (-g).exp()) * u
                 }
+                Epilogue::Conv => panic!("the conv epilogue's reference is the GDN's"),
             });
         }
     }

@@ -322,6 +322,48 @@ pub fn with_swiglu_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<Ex
     })
 }
 
+/// The conv window of the GDN in-projection's conv epilogue ([`Epilogue::Conv`]): every
+/// model's (the epilogue's kernels are built for it).
+pub const CONV_KC: usize = 4;
+/// The column tile of the conv epilogue's instantiations: the lanes (at most 8) of one
+/// launch.
+pub const CONV_TT: u32 = 8;
+
+/// The GDN in-projection's form of `route` (an mma route with an RMSNorm prologue and no
+/// epilogue): the same launch with the causal conv + SiLU on the first outputs of each
+/// column ([`Epilogue::Conv`]), so that the GDN step needs no conv launch. On the register
+/// tile, as [`with_swiglu_epilogue`]; `None` for other routes. Several K-ranges only where
+/// the kernel adds them (the conv needs the whole sums). Unlike the SwiGLU form, a ring
+/// tile below [`MMA_RING_MAX_WEIGHTS`] also gives way to the register tile: a launch saved
+/// is worth more than the ring's lead there (2-5% of a few-us launch).
+pub fn with_conv_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<ExactRoute> {
+    let ExactKernel::Mma(tile) = route.kernel else {
+        return None;
+    };
+    let tile = if tile.mt > 0 {
+        mma_substitute(route, n, k).unwrap_or(mma_tile(route.tt).rounding(tile.bf16))
+    } else {
+        tile
+    };
+    let takes = matches!(route.prologue, PrologueKind::RmsNorm(_))
+        && route.epilogue == Epilogue::None
+        && route.tt == CONV_TT
+        && tile.mt == 0;
+    takes.then(|| ExactRoute {
+        epilogue: Epilogue::Conv,
+        kernel: ExactKernel::Mma(tile),
+        ..route.clone()
+    })
+}
+
+/// Whether the engine takes [`with_conv_epilogue`] for a GDN in-projection at lanes: yes
+/// unless the environment sets `NINFER_GDN_CONV_EPILOGUE=0` (an A/B switch: the conv in
+/// the step's first launch).
+pub fn conv_epilogue_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    super::linear_exact::switch_on(&ON, "NINFER_GDN_CONV_EPILOGUE")
+}
+
 /// Whether the engine takes [`with_swiglu_epilogue`] for gate_up: yes unless the environment
 /// sets `NINFER_SWIGLU_EPILOGUE=0` (an A/B switch: SwiGLU in the down projection's staging).
 pub fn swiglu_epilogue_enabled() -> bool {
@@ -369,6 +411,10 @@ pub fn routes() -> Vec<ExactRoute> {
                 let mut kinds = kinds.clone();
                 if MMA_PROLOGUE_TT.contains(&tt) && tile.mt == 0 {
                     kinds.extend(SWIGLU_EPILOGUE_PROLOGUES.map(|p| (p, Epilogue::Swiglu)));
+                }
+                if tt == CONV_TT && tile.mt == 0 {
+                    // The GDN in-projection at its lanes (8 at most: one column tile).
+                    kinds.extend(SWIGLU_EPILOGUE_PROLOGUES.map(|p| (p, Epilogue::Conv)));
                 }
                 for &(prologue, epilogue) in &kinds {
                     v.push(ExactRoute {
@@ -611,7 +657,9 @@ pub fn sum_spec(epilogue: Epilogue, rms: bool) -> KernelSpec {
     let e = match epilogue {
         Epilogue::None => "plain",
         Epilogue::Residual => "res",
-        Epilogue::Swiglu => panic!("the exact route has no SwiGLU epilogue"),
+        Epilogue::Swiglu | Epilogue::Conv => {
+            panic!("the second launch has no {epilogue:?} epilogue")
+        }
     };
     let r = if rms { "_rms" } else { "" };
     KernelSpec::new(
@@ -690,6 +738,7 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         k_ranges: None,
         split_sum: None,
         twice: false,
+        conv: None,
     };
     // One K-range of several slabs: the path without the scratch.
     let one_range = Override {
@@ -721,6 +770,19 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
         ..plain
     };
     let mut v: Vec<Case> = vec![(odd, 1000, 2048, forced_one)];
+    if route.epilogue == Epilogue::Conv {
+        // The GDN in-projections at their lanes (each launch moves the windows on: never
+        // twice): the 27B's 16480 x 5120 (the plan's K-ranges added by the last blocks, and
+        // one K-range), the 35B-A3B's 12352 x 2048, and SmolLM2-sized 1000 x 2048 in three
+        // K-ranges, in 16 KB slabs on a grid of 5 blocks, and at 5 lanes.
+        v.push((tt, 16480, 5120, plain));
+        v.push((tt, 16480, 5120, fused));
+        v.push((tt, 16480, 5120, one_range));
+        v.push((odd, 12352, 2048, plain));
+        v.push((tt, 1000, 2048, three));
+        v.push((odd, 1000, 2048, forced));
+        return v;
+    }
     if route.epilogue == Epilogue::Swiglu {
         // Stacked gate_up shapes: the 27B's 2 x 17408 x 5120 (the plan's K-ranges, added by
         // the last block of each m-range before the silu, and one K-range) and SmolLM2's
@@ -1188,6 +1250,39 @@ mod tests {
     /// kernel, so it has none), only for an RMSNorm route without an epilogue and an even N;
     /// every such route is instantiated, and the exact and bf16 ones compile for sm_90 with
     /// the paired m-tiles (and the split-K reduction's silu).
+    #[test]
+    fn gdn_in_proj_conv_epilogue_routes() {
+        use super::super::linear_exact::NormWeight;
+        let specs = super::super::linear_exact::instantiations();
+        let q4 = crate::formats::format("q4_g64").unwrap();
+        let zc = PrologueKind::RmsNorm(NormWeight::ZeroCentred);
+        let r8 = choose(q4, 8, Epilogue::None, zc).unwrap();
+        // The 27B's in-projection and a small one (ring tile below the cap): the register
+        // tile with the conv, instantiated.
+        for (n, k) in [(16480, 5120), (3088, 1024)] {
+            let c = with_conv_epilogue(&r8, n, k).expect("in-projection");
+            assert_eq!(c.kernel, ExactKernel::Mma(mma_tile(8)), "{n}x{k}");
+            assert_eq!(
+                (c.epilogue, c.prologue, c.tt),
+                (Epilogue::Conv, zc, CONV_TT)
+            );
+            assert!(
+                specs.iter().any(|s| s.entry == c.spec().entry),
+                "{}",
+                c.spec().entry
+            );
+        }
+        // Only the RMSNorm prologue with no epilogue, at the lanes' column tile.
+        let r16 = choose(q4, 16, Epilogue::None, zc).unwrap();
+        assert_eq!(with_conv_epilogue(&r16, 16480, 5120), None);
+        let res = choose(q4, 8, Epilogue::Residual, PrologueKind::None).unwrap();
+        assert_eq!(with_conv_epilogue(&res, 16480, 5120), None);
+        for r in routes().iter().filter(|r| r.epilogue == Epilogue::Conv) {
+            assert!(matches!(r.kernel, ExactKernel::Mma(MmaTile { mt: 0, .. })));
+            assert!(cases(r).iter().all(|&(t, _, _, o)| t <= 8 && !o.twice));
+        }
+    }
+
     #[test]
     fn gate_up_swiglu_epilogue_routes() {
         use super::super::linear_exact::NormWeight;

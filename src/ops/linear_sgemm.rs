@@ -92,7 +92,9 @@ impl SgemmRoute {
         let e = match self.epilogue {
             Epilogue::None => "plain",
             Epilogue::Residual => "res",
-            Epilogue::Swiglu => panic!("the sgemm route has no SwiGLU epilogue"),
+            Epilogue::Swiglu | Epilogue::Conv => {
+                panic!("the sgemm route has no {:?} epilogue", self.epilogue)
+            }
         };
         let (qw, sh) = staging(self.format);
         let b = if self.minb == DEFAULT_MINB {

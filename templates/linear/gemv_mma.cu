@@ -162,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
                   float* y,
                   int T, int N, int K, int slab,
                   const float* __restrict__ pw, float eps,
-                  int kr, float* __restrict__ part, unsigned* __restrict__ counters)
+                  int kr, float* __restrict__ part, unsigned* __restrict__ counters{% if epilogue == "conv" %} CONV_PARAMS{% endif %})
 {
     extern __shared__ uint4 smem4[];
 #if PRO_RMS
@@ -417,9 +417,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 #elif EPI_SWIGLU
         write_pass_swiglu(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, nullptr, eps);
 #elif PRO_RMS
-        write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, ss_blk, eps);
+        write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, ss_blk, eps{% if epilogue == "conv" %} CONV_ARGS{% endif %});
 #else
-        write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, nullptr, eps);
+        write_pass(red, pm0, pmn, ks, T, N, K, kr, kb, part, y, residual, nullptr, eps{% if epilogue == "conv" %} CONV_ARGS{% endif %});
 #endif
 
         next_pass();
@@ -439,6 +439,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     splitk_finish(kr, (N / 2 + 15) / 16, 16, N / 2, T, N, K, part, ss_end, counters, y,
                   residual, eps);
 #else
-    splitk_finish(kr, (N + 15) / 16, 16, N, T, N, K, part, ss_end, counters, y, residual, eps);
+    splitk_finish(kr, (N + 15) / 16, 16, N, T, N, K, part, ss_end, counters, y, residual, eps{% if epilogue == "conv" %}
+                  CONV_ARGS{% endif %});
 #endif
 }

@@ -194,6 +194,34 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
     }
 }
 
+{%- if epilogue == "conv" %}
+// The causal conv epilogue (epilogue "conv", a GDN in-projection at its lanes, one token
+// each: column tk is lane tk): output rows c < conv_ch of column tk become
+// silu(conv(window, y)), gdn/conv_step.cu's arithmetic in its order, and the lane's conv
+// window [lanes][conv_ch][KC-1] moves on by y. Only the thread that writes an output
+// reads and writes its window (one writer an output: write_pass with one K-range, else
+// splitk_finish's last block).
+#define KC {{ kc }}
+#define CONV_PARAMS , const float* __restrict__ conv_w, float* __restrict__ conv_state, int conv_ch
+#define CONV_ARGS , conv_w, conv_state, conv_ch
+__device__ __forceinline__ float conv_out(float x, int tk, int c CONV_PARAMS) {
+    if (c >= conv_ch) return x;
+    float* cs = conv_state + ((long long)tk * conv_ch + c) * (KC - 1);
+    const float* w = conv_w + (long long)c * KC;
+    float win[KC > 1 ? KC - 1 : 1];
+#pragma unroll
+    for (int j = 0; j < KC - 1; ++j) win[j] = cs[j];
+    float acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < KC - 1; ++j) acc = fmaf(w[j], win[j], acc);
+    acc = fmaf(w[KC - 1], x, acc);
+#pragma unroll
+    for (int j = 0; j + 1 < KC - 1; ++j) cs[j] = win[j + 1];
+    if (KC > 1) cs[KC - 2] = x;
+    return silu_f32(acc);
+}
+{%- endif %}
+
 // The outputs of a pass: pmn streams from row pm0 * ROWS, each summed over its ks slices
 // in slice order from red (row r of stream st, slice sl at (st * ks + sl) * ROWS + r, its
 // columns PARTS tk + part), hi + (mid + lo) (hi alone with one part). One K-range: times 1 / rms (RMSNorm, from ss_blk)
@@ -202,7 +230,7 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
 // Row fastest, so that the stores of a token's outputs are contiguous.
 __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, int ks, int T,
                                            int N, int K, int kr, int kb, float* part, float* y,
-                                           const float* residual, const float* ss_blk, float eps) {
+                                           const float* residual, const float* ss_blk, float eps{% if epilogue == "conv" %} CONV_PARAMS{% endif %}) {
     const int outs = pmn * ROWS * T;
     for (int o = threadIdx.x; o < outs; o += BLOCK) {
         const int r = (unsigned)o % ROWS;  // ROWS a power of two: a mask and a shift
@@ -229,6 +257,8 @@ __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, i
             } else {
 {%- if epilogue == "residual" %}
                 out += residual[at];
+{%- elif epilogue == "conv" %}
+                out = conv_out(out, tk, row CONV_ARGS);
 {%- endif %}
                 y[at] = out;
             }
@@ -311,7 +341,7 @@ __device__ __forceinline__ void write_pass_swiglu(const float* red, int pm0, int
 __device__ __forceinline__ void splitk_finish(int kr, int units, int unit_rows, int out_rows,
                                               int T, int N, int K, float* part,
                                               const float* ss_blk, unsigned* counters,
-                                              float* y, const float* residual, float eps) {
+                                              float* y, const float* residual, float eps{% if epilogue == "conv" %} CONV_PARAMS{% endif %}) {
     if (kr <= 1) return;
     const int mr = gridDim.x / kr;
     int mrange, kb;
@@ -376,6 +406,8 @@ __device__ __forceinline__ void splitk_finish(int kr, int units, int unit_rows, 
 #endif
 {%- if epilogue == "residual" %}
         out += residual[at];
+{%- elif epilogue == "conv" %}
+        out = conv_out(out, tk, row CONV_ARGS);
 {%- endif %}
         y[at] = out;
 #endif

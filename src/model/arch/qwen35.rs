@@ -559,7 +559,6 @@ impl<B: Backend> Qwen35<B> {
                 out_proj,
             } => {
                 let d = self.gdn_dims.expect("a GDN layer has GDN dimensions");
-                let all = normed_linear(in_proj);
                 let (qkv_w, z_w) = (d.conv_dim(), d.value_dim());
                 let widths = [qkv_w, z_w, d.hv, d.hv];
                 // The output norm and the out projection: one op, which a backend may run
@@ -567,12 +566,21 @@ impl<B: Backend> Qwen35<B> {
                 match gdn {
                     GdnRows::One(st) => {
                         let st = st.expect("a GDN layer has a GDN state");
+                        let all = normed_linear(in_proj);
                         let [mixed, z, bb, aa]: [B::Act; 4] = super::split_n(b, &all, widths);
                         b.gdn_out_add(x, params, st, &mixed, &z, &aa, &bb, out_proj);
                     }
-                    GdnRows::Lanes(sts) => {
-                        b.gdn_lanes_stacked_out_add(x, params, sts, &all, widths, out_proj)
-                    }
+                    // The norm and the in-projection with the step: a backend may run the
+                    // causal conv in the projection's epilogue.
+                    GdnRows::Lanes(sts) => b.gdn_lanes_layer_add(
+                        x,
+                        (&l.input_norm, eps, zc),
+                        in_proj,
+                        params,
+                        sts,
+                        widths,
+                        out_proj,
+                    ),
                 }
             }
         }

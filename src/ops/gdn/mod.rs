@@ -1380,32 +1380,80 @@ pub(super) fn launch_split_update(
 ) -> Result<(), GpuError> {
     let d = &w.dims;
     let p = st.prep.as_ref().expect("the caller checked");
+    if route.tile.gin {
+        let convolved = RawInputs {
+            mixed: dptr(gpu, &p.mixed),
+            mixed_ld: conv_ld(d),
+            ..x
+        };
+        return launch_update_convolved(gpu, route, w, st, convolved, out);
+    }
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
     let cfg = column_tiles(route, d, st.lanes);
     let sp = st.s.ptr(gpu);
     let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
     let mut b = gpu.launch(&kernel);
-    let (in_ld, ab_ld) = (conv_ld(d) as i64, x.strides(d).1 as i64);
-    if route.tile.gin {
-        b.arg(&p.mixed)
-            .arg(&x.a)
-            .arg(&x.b)
-            .arg(&w.a_log)
-            .arg(&w.dt_bias);
-    } else {
-        b.arg(&p.q).arg(&p.k).arg(&p.v).arg(&p.g).arg(&p.beta);
-    }
-    b.arg(&sp).arg(&out);
+    b.arg(&p.q)
+        .arg(&p.k)
+        .arg(&p.v)
+        .arg(&p.g)
+        .arg(&p.beta)
+        .arg(&sp)
+        .arg(&out);
     for v in &dims_i {
         b.arg(v);
     }
-    if route.tile.gin {
-        b.arg(&in_ld).arg(&ab_ld);
+    // SAFETY: matches gdn/update.cu; the state holds st.lanes x HV x dv x dk (asserted by
+    // the caller), `out` [lanes][HV][dv] as for the fused step.
+    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
+    Ok(())
+}
+
+/// The gates-in update (`gdn/update.cu` with `gin`, a split route with `Tile::gin`) of
+/// every lane of `st`, one token each: `x.mixed` holds each lane's q, k and v convolved
+/// (SiLU applied, not normed), rows `x.mixed_ld` floats apart, 16-byte aligned; `x.a` and
+/// `x.b` the raw gates. Its inputs convolved by `gdn/conv_step.cu` (the split step) or by
+/// the in-projection's conv epilogue (`linear_mma_exact::with_conv_epilogue`).
+pub fn launch_update_convolved(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    st: &mut GdnState,
+    x: RawInputs,
+    out: u64,
+) -> Result<(), GpuError> {
+    let d = &w.dims;
+    assert!(
+        route.tile.split && route.tile.gin,
+        "{route:?} is not a gates-in route"
+    );
+    let (in_ld, ab_ld) = x.strides(d);
+    assert!(
+        x.mixed.is_multiple_of(16) && in_ld.is_multiple_of(4),
+        "the gates-in update reads q and k in 16-byte slices: rows 16-byte aligned"
+    );
+    let spec = route.spec();
+    let kernel = gpu.kernel(&spec)?;
+    let cfg = column_tiles(route, d, st.lanes);
+    let sp = st.s.ptr(gpu);
+    let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
+    let (in_ld, ab_ld) = (in_ld as i64, ab_ld as i64);
+    let mut b = gpu.launch(&kernel);
+    b.arg(&x.mixed)
+        .arg(&x.a)
+        .arg(&x.b)
+        .arg(&w.a_log)
+        .arg(&w.dt_bias)
+        .arg(&sp)
+        .arg(&out);
+    for v in &dims_i {
+        b.arg(v);
     }
-    // SAFETY: matches gdn/update.cu (with `gin`: its mixed rows conv_ld apart, 16-byte
-    // aligned, and the gates' rows as RawInputs says); the state holds st.lanes x HV x dv
-    // x dk (asserted by the caller), `out` [lanes][HV][dv] as for the fused step.
+    b.arg(&in_ld).arg(&ab_ld);
+    // SAFETY: matches gdn/update.cu with `gin`: st.lanes rows of convolved inputs and of
+    // gates as RawInputs says (alignment asserted above); the state holds st.lanes x HV x
+    // dv x dk, `out` [lanes][HV][dv].
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }

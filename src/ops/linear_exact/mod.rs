@@ -625,6 +625,13 @@ impl ExactRoute {
                 );
                 "swiglu"
             }
+            Epilogue::Conv => {
+                assert!(
+                    matches!(self.kernel, ExactKernel::Mma(MmaTile { mt: 0, .. })),
+                    "only the mma register kernel has the conv epilogue"
+                );
+                "conv"
+            }
         };
         let f = &self.format.name;
         assert!(
@@ -745,6 +752,11 @@ impl ExactRoute {
         .param("tt", self.tt)
         .param("epilogue", self.epilogue)
         .param("act", "f32");
+        // Only the conv epilogue carries its window (the others' specs stay as they were).
+        let spec = match self.epilogue {
+            Epilogue::Conv => spec.param("kc", super::linear_mma_exact::CONV_KC),
+            _ => spec,
+        };
         if bf16 {
             spec.param("parts", 1u32)
         } else {
@@ -1064,6 +1076,44 @@ pub(super) struct Override {
     /// epilogue, once with [`Override::split_sum`] into a third), checking the last (the
     /// split-K counters left zero) and that all have the same bits.
     pub(super) twice: bool,
+    /// The conv epilogue's arguments ([`launch_conv`]); none for every other launch.
+    pub(super) conv: Option<ConvWindow>,
+}
+
+/// The GDN conv of [`Epilogue::Conv`]: weights `[channels][CONV_KC]` f32 and the lanes'
+/// windows `[T][channels][CONV_KC - 1]` f32 (device addresses), `channels` the first outputs
+/// of each column it takes.
+#[derive(Debug, Clone, Copy)]
+pub struct ConvWindow {
+    pub weights: u64,
+    pub state: u64,
+    pub channels: usize,
+}
+
+/// [`launch_with`] for a route with the conv epilogue
+/// ([`super::linear_mma_exact::with_conv_epilogue`]): column `t` of x is lane `t`'s token,
+/// `t` at most the route's column tile (one launch).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_conv(
+    gpu: &Gpu,
+    route: &ExactRoute,
+    w: &DeviceWeight,
+    x: u64,
+    prologue: &Prologue,
+    conv: ConvWindow,
+    y: u64,
+    t: usize,
+) -> Result<(), GpuError> {
+    assert!(
+        t <= route.tt as usize,
+        "the conv epilogue runs the lanes in one launch"
+    );
+    assert!(conv.channels <= w.layout.n, "conv channels past N");
+    let over = Override {
+        conv: Some(conv),
+        ..Override::default()
+    };
+    launch_inner(gpu, route, w, x, prologue, None, y, t, over)
 }
 
 /// Blocks of `f` resident per SM with `smem` dynamic shared bytes, per device and entry.
@@ -1322,6 +1372,21 @@ pub(super) fn launch_inner(
         "the launch's prologue differs from the route's"
     );
     let swiglu = route.epilogue == Epilogue::Swiglu;
+    let conv = over.conv;
+    assert_eq!(
+        conv.is_some(),
+        route.epilogue == Epilogue::Conv,
+        "a conv launch needs the conv window and only it"
+    );
+    if conv.is_some() {
+        assert!(
+            matches!(route.kernel, ExactKernel::Mma(MmaTile { mt: 0, .. }))
+                && t <= route.tt as usize,
+            "the conv epilogue runs on the mma register kernel, the lanes in one launch"
+        );
+    }
+    // The epilogues that need each output's whole sum in the kernel.
+    let whole = swiglu || conv.is_some();
     if swiglu {
         let takes = match route.kernel {
             ExactKernel::Ring(_) => ring_swiglu_takes(w),
@@ -1339,7 +1404,7 @@ pub(super) fn launch_inner(
         .map_or_else(super::linear_mma_exact::splitk_fused_enabled, |second| {
             !second
         });
-    let over = if swiglu && !fused {
+    let over = if whole && !fused {
         Override {
             k_ranges: Some(1),
             ..over
@@ -1460,7 +1525,7 @@ pub(super) fn launch_inner(
                 let mranges = p.grid as usize / p.kr;
                 if fused && mranges <= Gpu::SPLITK_COUNTERS {
                     counters = gpu.splitk_counters()?.unwrap_or(0);
-                } else if swiglu {
+                } else if whole {
                     let one = Override {
                         k_ranges: Some(1),
                         ..over
@@ -1535,6 +1600,10 @@ pub(super) fn launch_inner(
             b.arg(&kr_i).arg(&part).arg(&counters);
             // The plan's grid is a whole number of clusters (`clusters_fit` above).
             b.cluster(tile.cluster);
+        }
+        let conv_args = conv.map(|c| (c.weights, c.state, c.channels as i32));
+        if let Some((cw, cs, ch)) = &conv_args {
+            b.arg(cw).arg(cs).arg(ch);
         }
         // SAFETY: matches the signature of gemv.cu, and of gemv_stream.cu with its slab,
         // (gemv_mma.cu the same, its groups per slab and shared memory from

@@ -128,6 +128,29 @@ fn check(
     let dy = gpu.upload(&vec![f32::NAN; t * n_out])?;
     let res = (route.epilogue == Epilogue::Residual).then(|| dptr(gpu, &dr));
     let prologue = Prologue::of_kind(route.prologue, dptr(gpu, &dnw), eps, (dptr(gpu, &dz), z_ld));
+    // The conv epilogue: the first 5/8 of the rows (a multiple of 4) through the conv, with
+    // random weights and windows, one window a column (lane).
+    let kc = super::super::linear_mma_exact::CONV_KC;
+    let conv_ch = if route.epilogue == Epilogue::Conv {
+        n * 5 / 8 / 4 * 4
+    } else {
+        0
+    };
+    let conv_w: Vec<f32> = draw(rng, conv_ch * kc).iter().map(|v| 0.5 * v).collect();
+    let win0 = draw(rng, t * conv_ch * (kc - 1));
+    let (dcw, dwin) = (gpu.upload(&conv_w)?, gpu.upload(&win0)?);
+    let over = Override {
+        conv: (conv_ch > 0).then(|| super::ConvWindow {
+            weights: dptr(gpu, &dcw),
+            state: dptr(gpu, &dwin),
+            channels: conv_ch,
+        }),
+        ..over
+    };
+    assert!(
+        !(over.twice && conv_ch > 0),
+        "a conv launch moves the windows: once"
+    );
     // Each route's own kernel (no small-K substitute): every split is qualified by name.
     let over = Override {
         exact_tile: true,
@@ -206,12 +229,16 @@ fn check(
         let up_rows: Option<Vec<Vec<f32>>> =
             swiglu.then(|| rows.iter().map(|&i| decode(n_out + i)).collect());
         let xe = prologue_reference(route.prologue, &x, &nw, eps, (&z, z_ld), (t, k));
-        let want = super::super::linear::reference_rows(
+        let product = match route.epilogue {
+            Epilogue::Conv => Epilogue::None,
+            e => e,
+        };
+        let mut want = super::super::linear::reference_rows(
             &xe,
             (t, k),
             &w_rows,
             up_rows.as_deref(),
-            route.epilogue,
+            product,
             |ti, row| r[ti * n + row] as f64,
             &rows,
         );
@@ -219,6 +246,30 @@ fn check(
         for ti in 0..t {
             for &row in &rows {
                 got.push(all[ti * n_out + row]);
+            }
+        }
+        if conv_ch > 0 {
+            // The conv rows: silu(w . window + w_last y) of the product y; and each window
+            // after, (window[1..], y), against the GPU's.
+            let win = gpu.download(&dwin)?;
+            let h = kc - 1;
+            for ti in 0..t {
+                for (i, &row) in rows.iter().enumerate() {
+                    if row >= conv_ch {
+                        continue;
+                    }
+                    let at = ti * rows.len() + i;
+                    let y = want[at];
+                    let w0 = &conv_w[row * kc..][..kc];
+                    let old = &win0[(ti * conv_ch + row) * h..][..h];
+                    let acc = (0..h).map(|j| w0[j] as f64 * old[j] as f64).sum::<f64>()
+                        + w0[h] as f64 * y;
+                    want[at] = acc / (1.0 + (-acc).exp());
+                    let new = &win[(ti * conv_ch + row) * h..][..h];
+                    got.extend_from_slice(new);
+                    want.extend(old[1..].iter().map(|&v| v as f64));
+                    want.push(y);
+                }
             }
         }
         if all.iter().any(|v| !v.is_finite()) {
@@ -240,6 +291,9 @@ fn check(
     }
     if over.twice {
         shape += " x2";
+    }
+    if conv_ch > 0 {
+        shape += &format!(" conv={conv_ch}");
     }
     if let Some(b) = over.smem_budget {
         shape += &format!(" smem<={b}");
