@@ -22,6 +22,7 @@
 #define KC {{ kc }}
 #define NTH {{ block }}
 #define HIST (KC > 1 ? KC - 1 : 1)
+{% include "gdn/conv_window.cuh" %}
 
 extern "C" __global__ void __launch_bounds__(NTH)
 {{ kernel_name }}(const float* __restrict__ mixed,
@@ -43,12 +44,5 @@ extern "C" __global__ void __launch_bounds__(NTH)
     NINFER_PDL_TRIGGER();
     if (!on) return;
     const float x = mixed[(long long)seq * in_ld + c];
-    float acc = 0.0f;
-#pragma unroll
-    for (int j = 0; j < KC - 1; ++j) acc = fmaf(w[j], win[j], acc);
-    acc = fmaf(w[KC - 1], x, acc);
-    y[(long long)seq * y_ld + c] = silu_f32(acc);
-#pragma unroll
-    for (int j = 0; j + 1 < KC - 1; ++j) cs[j] = win[j + 1];
-    if (KC > 1) cs[KC - 2] = x;
+    y[(long long)seq * y_ld + c] = gdn_conv_apply(w, win, x, cs);
 }

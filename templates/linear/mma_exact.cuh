@@ -204,21 +204,14 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
 #define KC {{ kc }}
 #define CONV_PARAMS , const float* __restrict__ conv_w, float* __restrict__ conv_state, int conv_ch
 #define CONV_ARGS , conv_w, conv_state, conv_ch
+{% include "gdn/conv_window.cuh" %}
 __device__ __forceinline__ float conv_out(float x, int tk, int c CONV_PARAMS) {
     if (c >= conv_ch) return x;
     float* cs = conv_state + ((long long)tk * conv_ch + c) * (KC - 1);
-    const float* w = conv_w + (long long)c * KC;
     float win[KC > 1 ? KC - 1 : 1];
 #pragma unroll
     for (int j = 0; j < KC - 1; ++j) win[j] = cs[j];
-    float acc = 0.0f;
-#pragma unroll
-    for (int j = 0; j < KC - 1; ++j) acc = fmaf(w[j], win[j], acc);
-    acc = fmaf(w[KC - 1], x, acc);
-#pragma unroll
-    for (int j = 0; j + 1 < KC - 1; ++j) cs[j] = win[j + 1];
-    if (KC > 1) cs[KC - 2] = x;
-    return silu_f32(acc);
+    return gdn_conv_apply(conv_w + (long long)c * KC, win, x, cs);
 }
 {%- endif %}
 

@@ -1378,36 +1378,16 @@ pub(super) fn launch_split_update(
     x: RawInputs,
     out: u64,
 ) -> Result<(), GpuError> {
-    let d = &w.dims;
     let p = st.prep.as_ref().expect("the caller checked");
-    if route.tile.gin {
-        let convolved = RawInputs {
+    let inputs = match route.tile.gin {
+        true => UpdateInputs::Convolved(RawInputs {
             mixed: dptr(gpu, &p.mixed),
-            mixed_ld: conv_ld(d),
+            mixed_ld: conv_ld(&w.dims),
             ..x
-        };
-        return launch_update_convolved(gpu, route, w, st, convolved, out);
-    }
-    let spec = route.spec();
-    let kernel = gpu.kernel(&spec)?;
-    let cfg = column_tiles(route, d, st.lanes);
-    let sp = st.s.ptr(gpu);
-    let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let mut b = gpu.launch(&kernel);
-    b.arg(&p.q)
-        .arg(&p.k)
-        .arg(&p.v)
-        .arg(&p.g)
-        .arg(&p.beta)
-        .arg(&sp)
-        .arg(&out);
-    for v in &dims_i {
-        b.arg(v);
-    }
-    // SAFETY: matches gdn/update.cu; the state holds st.lanes x HV x dv x dk (asserted by
-    // the caller), `out` [lanes][HV][dv] as for the fused step.
-    unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
-    Ok(())
+        }),
+        false => UpdateInputs::Prepared(p),
+    };
+    launch_update(gpu, route, w, st, inputs, out)
 }
 
 /// The gates-in update (`gdn/update.cu` with `gin`, a split route with `Tile::gin`) of
@@ -1423,37 +1403,64 @@ pub fn launch_update_convolved(
     x: RawInputs,
     out: u64,
 ) -> Result<(), GpuError> {
+    launch_update(gpu, route, w, st, UpdateInputs::Convolved(x), out)
+}
+
+/// What `gdn/update.cu` reads besides the state.
+enum UpdateInputs<'a> {
+    /// `gdn/prep.cu`'s outputs (q, k and v normed, the gates).
+    Prepared(&'a PrepBufs),
+    /// With `gin`: q, k and v convolved, the raw gates ([`launch_update_convolved`]).
+    Convolved(RawInputs),
+}
+
+fn launch_update(
+    gpu: &Gpu,
+    route: &RecurrentRoute,
+    w: &GdnWeights,
+    st: &GdnState,
+    inputs: UpdateInputs,
+    out: u64,
+) -> Result<(), GpuError> {
     let d = &w.dims;
-    assert!(
-        route.tile.split && route.tile.gin,
-        "{route:?} is not a gates-in route"
-    );
-    let (in_ld, ab_ld) = x.strides(d);
-    assert!(
-        x.mixed.is_multiple_of(16) && in_ld.is_multiple_of(4),
-        "the gates-in update reads q and k in 16-byte slices: rows 16-byte aligned"
-    );
+    assert!(route.tile.split, "{route:?} is not a split-step route");
     let spec = route.spec();
     let kernel = gpu.kernel(&spec)?;
     let cfg = column_tiles(route, d, st.lanes);
     let sp = st.s.ptr(gpu);
     let dims_i = [d.hk as i32, d.hv as i32, d.dk as i32, d.dv as i32];
-    let (in_ld, ab_ld) = (in_ld as i64, ab_ld as i64);
     let mut b = gpu.launch(&kernel);
-    b.arg(&x.mixed)
-        .arg(&x.a)
-        .arg(&x.b)
-        .arg(&w.a_log)
-        .arg(&w.dt_bias)
-        .arg(&sp)
-        .arg(&out);
+    let mut strides = None;
+    match &inputs {
+        UpdateInputs::Prepared(p) => {
+            assert!(!route.tile.gin, "{route:?} takes convolved inputs");
+            b.arg(&p.q).arg(&p.k).arg(&p.v).arg(&p.g).arg(&p.beta);
+        }
+        UpdateInputs::Convolved(x) => {
+            assert!(route.tile.gin, "{route:?} takes prepared inputs");
+            let (in_ld, ab_ld) = x.strides(d);
+            assert!(
+                x.mixed.is_multiple_of(16) && in_ld.is_multiple_of(4),
+                "the gates-in update reads q and k in 16-byte slices: rows 16-byte aligned"
+            );
+            strides = Some((in_ld as i64, ab_ld as i64));
+            b.arg(&x.mixed)
+                .arg(&x.a)
+                .arg(&x.b)
+                .arg(&w.a_log)
+                .arg(&w.dt_bias);
+        }
+    }
+    b.arg(&sp).arg(&out);
     for v in &dims_i {
         b.arg(v);
     }
-    b.arg(&in_ld).arg(&ab_ld);
-    // SAFETY: matches gdn/update.cu with `gin`: st.lanes rows of convolved inputs and of
-    // gates as RawInputs says (alignment asserted above); the state holds st.lanes x HV x
-    // dv x dk, `out` [lanes][HV][dv].
+    if let Some((in_ld, ab_ld)) = &strides {
+        b.arg(in_ld).arg(ab_ld);
+    }
+    // SAFETY: matches gdn/update.cu (with `gin` for convolved inputs: st.lanes rows of them
+    // and of the gates as RawInputs says, aligned as asserted); the state holds st.lanes x
+    // HV x dv x dk (asserted by the caller), `out` [lanes][HV][dv] as for the fused step.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
 }
