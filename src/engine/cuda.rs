@@ -1076,14 +1076,16 @@ impl CudaBackend {
         states: &mut [&mut CudaGdnState],
         widths: [usize; 4],
     ) -> Option<(CudaAct, RecurrentRoute, Arc<Mutex<gdn::GdnState>>)> {
-        use crate::ops::linear_mma_exact::{conv_epilogue_enabled, with_conv_epilogue, CONV_KC};
+        use crate::ops::linear_mma_exact::{
+            conv_epilogue_enabled, with_conv_epilogue, CONV_KC, CONV_TT,
+        };
         let d = w.0.dims;
         let n = x.rows;
         let (big_n, k) = (in_proj.layout.n, in_proj.layout.k);
         let dense = widths == [d.conv_dim(), d.value_dim(), d.hv, d.hv];
         if !conv_epilogue_enabled()
             || !dense
-            || !(5..=8).contains(&n)
+            || !(5..=CONV_TT as usize).contains(&n)
             || states.len() != n
             || d.kc != CONV_KC
             || norm.len() != x.cols
@@ -1115,11 +1117,7 @@ impl CudaBackend {
             }
         };
         let all = self.alloc(n, big_n);
-        let prologue = Prologue::RmsNorm {
-            weight: self.slice_ptr(norm),
-            eps: eps as f32,
-            conv,
-        };
+        let prologue = self.rms_prologue((norm, eps, conv));
         let launched = linear_exact::launch_conv(
             &self.gpu,
             &conv_route,
@@ -1476,6 +1474,15 @@ impl CudaBackend {
         Some(route)
     }
 
+    /// The RMSNorm prologue of an exact route: the norm's weight, eps and convention.
+    fn rms_prologue(&self, (norm, eps, conv): (&CudaSlice<f32>, f64, NormWeight)) -> Prologue {
+        Prologue::RmsNorm {
+            weight: self.slice_ptr(norm),
+            eps: eps as f32,
+            conv,
+        }
+    }
+
     /// `route` (an exact route with an RMSNorm prologue) on `x` and `w` into a new
     /// activation of `cols` columns a row (N, or N / 2 with the SwiGLU epilogue).
     fn launch_norm_route(
@@ -1487,11 +1494,7 @@ impl CudaBackend {
         cols: usize,
     ) -> CudaAct {
         let y = self.alloc(x.rows, cols);
-        let prologue = Prologue::RmsNorm {
-            weight: self.slice_ptr(norm),
-            eps: eps as f32,
-            conv,
-        };
+        let prologue = self.rms_prologue((norm, eps, conv));
         let launched = linear_exact::launch_with(
             &self.gpu,
             route,

@@ -1053,8 +1053,10 @@ pub fn launch_with(
     )
 }
 
-/// Qualification's handles on the launch geometry: a smaller shared-memory budget (to make
-/// K take several slabs) and a smaller grid (to make a persistent block loop).
+/// What a launch takes beyond the common arguments: qualification's handles on the launch
+/// geometry (a smaller shared-memory budget, to make K take several slabs, and a smaller
+/// grid, to make a persistent block loop, ...), and the conv epilogue's window
+/// ([`launch_conv`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Override {
     pub(super) smem_budget: Option<usize>,
