@@ -10,7 +10,9 @@
 #   (NINFER_GDN_CONV_EPILOGUE=0);
 #   the GDN decode bench (each split route's step and its halves);
 #   the synthetic Qwen3.6-27B q4_g64 at 8 lanes, gates-in (+ the conv epilogue) then the
-#   default (the prep form), one process each, no profile.
+#   default (the prep form), one process each, no profile;
+#   the GDN decode bench again with the update's L2 prefetch (NINFER_GDN_PREFETCH=100,
+#   run 49's patch as an opt-in: a hint, the kernels otherwise as without it).
 # Outputs: $OUT/r52.tgz, summary.txt.
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-400}
@@ -38,6 +40,7 @@ for v in "NINFER_GDN_GATES_IN=1" "NINFER_GDN_GATES_IN=0"; do
   echo "$v rc=$?" >> $O/model27b_$i.txt
   t "27B 8 lanes, $v"
 done
+(export NINFER_GDN_PREFETCH=100; job_gdn_bench decode p100 r52-p100 50)
 tar czf $OUT/r52.tgz -C /tmp r52-out
 {
 echo "===== summary"
@@ -48,5 +51,6 @@ grep -h "xg" $O/qualify_decode.jsonl | python3 -c "import sys,json; r=[json.load
 for f in $O/compare_*.txt; do echo "-- $(basename $f): $(tail -4 $f | tr '\n' ' ')"; done
 for f in $O/model27b_*.txt; do echo "-- $(basename $f): $(grep -iE 'decode|rc=' $f | tail -3 | tr '\n' ' ')"; done
 [ -f $O/bench_1.jsonl ] && { echo "-- bench: $(grep -E '^copy' $O/bench_1.txt)"; job_gdn_table $O/bench_1.jsonl; }
+[ -f $O/bench_p100.jsonl ] && { echo "-- bench, prefetch 100: $(grep -E '^copy' $O/bench_p100.txt)"; job_gdn_table $O/bench_p100.jsonl; }
 t done
 } | tee $OUT/summary.txt

@@ -320,6 +320,21 @@ pub fn gates_in_enabled() -> bool {
     crate::ops::linear_exact::switch_opt_in(&ON, "NINFER_GDN_GATES_IN")
 }
 
+/// How far ahead the split step's update prefetches state into L2 before its wait, in
+/// percent of the blocks that fit on the GPU at once: `NINFER_GDN_PREFETCH` (read once;
+/// unset or 0: no prefetch, and the update kernels render as without the option). Opt-in
+/// until an H200 measures it (bench/gdn run 49: on an H100 the f16 state's step -5..8 % at
+/// 50-100, the f32 state's no gain).
+pub fn prefetch_percent() -> usize {
+    static PCT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PCT.get_or_init(|| {
+        std::env::var("NINFER_GDN_PREFETCH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    })
+}
+
 /// A split-step tile (`Tile::split`): `rows` columns a half-warp, `warps` warps. The f32
 /// state's best in bench/gdn run 10 is 2 x 2, the f16 state's 4 x 4 (standalone, 8 lanes,
 /// 27B shape).
@@ -391,9 +406,17 @@ impl RecurrentRoute {
             .param("state", self.state.cuda_type())
             .param("rows", self.tile.rows)
             .param("warps", self.tile.warps);
-            return match self.tile.gin {
+            let spec = match self.tile.gin {
                 true => spec.param("gin", true),
                 false => spec,
+            };
+            return match prefetch_percent() {
+                0 => spec,
+                _ => {
+                    let mut spec = spec.param("prefetch", true);
+                    spec.entry.push('p');
+                    spec
+                }
             };
         }
         match (self.tile.group > 0, self.tile.stages > 0) {
@@ -1458,11 +1481,39 @@ fn launch_update(
     if let Some((in_ld, ab_ld)) = &strides {
         b.arg(in_ld).arg(ab_ld);
     }
+    let ahead = match prefetch_percent() {
+        0 => None,
+        pct => Some(prefetch_ahead(gpu, &kernel, &spec, &cfg, pct)?),
+    };
+    if let Some(ahead) = &ahead {
+        b.arg(ahead);
+    }
     // SAFETY: matches gdn/update.cu (with `gin` for convolved inputs: st.lanes rows of them
     // and of the gates as RawInputs says, aligned as asserted); the state holds st.lanes x
     // HV x dv x dk (asserted by the caller), `out` [lanes][HV][dv] as for the fused step.
     unsafe { b.launch(cfg) }.map_err(launch_err(&spec))?;
     Ok(())
+}
+
+/// The update's `ahead` (the prefetch option, [`prefetch_percent`]): `pct` percent of the
+/// blocks that fit on the GPU at once, at most the grid.
+fn prefetch_ahead(
+    gpu: &Gpu,
+    kernel: &crate::gpu::Kernel,
+    spec: &KernelSpec,
+    cfg: &LaunchConfig,
+    pct: usize,
+) -> Result<i32, GpuError> {
+    let per_sm = crate::ops::linear_exact::blocks_per_sm(
+        gpu,
+        kernel.function(),
+        &spec.entry,
+        cfg.block_dim.0,
+        0,
+    )? as usize;
+    let resident = per_sm * gpu.props().sm_count as usize;
+    let grid = (cfg.grid_dim.0 * cfg.grid_dim.1 * cfg.grid_dim.2) as usize;
+    Ok((resident * pct / 100).min(grid) as i32)
 }
 
 /// Queues the gated RMSNorm: `y[r] = o[r] * rsqrt(mean(o[r]^2) + eps) * w * silu(z[r])`
