@@ -2359,6 +2359,14 @@ mod tests {
             // the prepared inputs (and its source, which the tuning profile's hash covers).
             assert!(sg.contains("a_in") && sg.contains("in_ld") && !sg.contains("beta["));
             assert!(!sp.contains("a_in") && sp.contains("beta["));
+            // The prefetch option adds its argument and its hint to both forms, and only
+            // where asked (the default sources are what the profile's hashes cover).
+            for route in [prep, gin] {
+                let plain = jit.render(&route.spec()).unwrap();
+                let pf = jit.render(&route.spec().param("prefetch", true)).unwrap();
+                assert!(!plain.contains("int ahead") && !plain.contains("prefetch.L2"));
+                assert!(pf.contains(", int ahead)") && pf.contains("cp.async.bulk.prefetch.L2"));
+            }
         }
         let conv = jit.render(&conv_step_spec(4)).unwrap();
         assert!(conv.contains("gdn_conv_step_b256_k4(") && crate::jit::calls_pdl_wait(&conv));
