@@ -1140,17 +1140,22 @@ impl CudaBackend {
         states: &mut [&mut CudaGdnState],
         all: &CudaAct,
     ) -> CudaAct {
-        let d = w.0.dims;
+        let x = self.stacked_inputs(&w.0.dims, all);
+        self.gdn_lanes_step(w, states, x)
+    }
+
+    /// The GDN step's inputs as rows of the stacked in-projection `all` (q, k and v, then z,
+    /// then b and a, each lane's row `all.cols` floats), read in place.
+    fn stacked_inputs(&self, d: &GdnDims, all: &CudaAct) -> RawInputs {
         let base = self.ptr(all);
         let b = base + ((d.conv_dim() + d.value_dim()) * 4) as u64;
-        let x = RawInputs {
+        RawInputs {
             mixed: base,
             a: b + (d.hv * 4) as u64,
             b,
             mixed_ld: all.cols,
             ab_ld: all.cols,
-        };
-        self.gdn_lanes_step(w, states, x)
+        }
     }
 
     /// [`Backend::gdn`] on one lane's state (its own, or an alias of its slot).
@@ -2479,22 +2484,14 @@ impl Backend for CudaBackend {
         // and the raw gates from its rows, then the output norm and the out projection.
         let d = w.0.dims;
         let n = all.rows;
-        let base = self.ptr(&all);
-        let b = base + ((d.conv_dim() + d.value_dim()) * 4) as u64;
-        let convolved = RawInputs {
-            mixed: base,
-            a: b + (d.hv * 4) as u64,
-            b,
-            mixed_ld: all.cols,
-            ab_ld: all.cols,
-        };
+        let convolved = self.stacked_inputs(&d, &all);
         let o = self.alloc(n, d.value_dim());
         let mut st = slab.lock().expect("gdn slab");
         let launched =
             gdn::launch_update_convolved(&self.gpu, &route, &w.0, &mut st, convolved, self.ptr(&o));
         ok("gdn", launched);
         drop(st);
-        let gate = (base + (d.conv_dim() * 4) as u64, all.cols);
+        let gate = (convolved.mixed + (d.conv_dim() * 4) as u64, all.cols);
         match self.gated_norm_route(out, n, w, gate) {
             Some(r) => self.gated_norm_linear_add(x, &r, &o, w, gate, out),
             None => {
