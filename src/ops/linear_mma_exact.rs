@@ -1245,11 +1245,8 @@ mod tests {
         }
     }
 
-    /// gate_up's SwiGLU epilogue: on the register kernel the launch runs (the 27B's
-    /// 34816x5120 substitutes it for the T = 8 ring tile; SmolLM2's 3072x576 keeps the ring
-    /// kernel, so it has none), only for an RMSNorm route without an epilogue and an even N;
-    /// every such route is instantiated, and the exact and bf16 ones compile for sm_90 with
-    /// the paired m-tiles (and the split-K reduction's silu).
+    /// The GDN in-projection's conv epilogue: on the register tile at T = 8 (a ring tile
+    /// gives way to it), instantiated, and qualified only at one launch of up to 8 lanes.
     #[test]
     fn gdn_in_proj_conv_epilogue_routes() {
         use super::super::linear_exact::NormWeight;
@@ -1283,6 +1280,11 @@ mod tests {
         }
     }
 
+    /// gate_up's SwiGLU epilogue: on the register kernel the launch runs (the 27B's
+    /// 34816x5120 substitutes it for the T = 8 ring tile; SmolLM2's 3072x576 keeps the ring
+    /// kernel, so it has none), only for an RMSNorm route without an epilogue and an even N;
+    /// every such route is instantiated, and the exact and bf16 ones compile for sm_90 with
+    /// the paired m-tiles (and the split-K reduction's silu).
     #[test]
     fn gate_up_swiglu_epilogue_routes() {
         use super::super::linear_exact::NormWeight;
