@@ -332,8 +332,9 @@ pub const CONV_TT: u32 = 8;
 /// The GDN in-projection's form of `route` (an mma route with an RMSNorm prologue and no
 /// epilogue): the same launch with the causal conv + SiLU on the first outputs of each
 /// column ([`Epilogue::Conv`]), so that the GDN step needs no conv launch. On the register
-/// tile, as [`with_swiglu_epilogue`]; `None` for other routes. Several K-ranges only where
-/// the kernel adds them (the conv needs the whole sums). Unlike the SwiGLU form, a ring
+/// tile, as [`with_swiglu_epilogue`]; `None` for other routes. The launch keeps its
+/// K-ranges: the conv needs the whole sums, so the kernel's last blocks or the second launch
+/// (`splitk_sum.cu`, with the conv too) apply it. Unlike the SwiGLU form, a ring
 /// tile below [`MMA_RING_MAX_WEIGHTS`] also gives way to the register tile: a launch saved
 /// is worth more than the ring's lead there (2-5% of a few-us launch).
 pub fn with_conv_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<ExactRoute> {
@@ -652,28 +653,35 @@ pub(super) fn geometry(
 }
 
 /// The kernel that adds a split-K launch's K-range sums (and the residual) into y; with
-/// `rms`, scaled by each column's 1 / rms from the K-ranges' sums of squares.
+/// `rms`, scaled by each column's 1 / rms from the K-ranges' sums of squares; with the conv
+/// epilogue, the GDN conv applied to the whole sums (the in-projection keeps its K-ranges).
 pub fn sum_spec(epilogue: Epilogue, rms: bool) -> KernelSpec {
     let e = match epilogue {
         Epilogue::None => "plain",
         Epilogue::Residual => "res",
-        Epilogue::Swiglu | Epilogue::Conv => {
-            panic!("the second launch has no {epilogue:?} epilogue")
-        }
+        Epilogue::Conv => "conv",
+        Epilogue::Swiglu => panic!("the second launch has no SwiGLU epilogue"),
     };
     let r = if rms { "_rms" } else { "" };
-    KernelSpec::new(
+    let spec = KernelSpec::new(
         "linear_exact",
         "linear/splitk_sum.cu",
         format!("linear_exact_splitk_sum_{e}{r}"),
     )
     .param("epilogue", epilogue)
     .param("rms", rms)
-    .programmatic()
+    .programmatic();
+    // Only the conv form carries its kernel size (the others' specs stay as they were).
+    match epilogue {
+        Epilogue::Conv => spec.param("kc", CONV_KC),
+        _ => spec,
+    }
 }
 
 /// `y[i] = sum over kr K-ranges of part[r][i]` (times the column's 1 / rms where `rms`
-/// holds K and eps) `(+ residual[i])`, `i < len = T x n` outputs of `n` a column.
+/// holds K and eps) `(+ residual[i])`, `i < len = T x n` outputs of `n` a column; with the
+/// conv epilogue (`conv`: its weights, the lanes' windows and its channels), output c of
+/// column t through lane t's conv where c is one of its channels.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn launch_sum(
     gpu: &Gpu,
@@ -684,7 +692,13 @@ pub(super) fn launch_sum(
     y: u64,
     (len, n): (usize, usize),
     kr: usize,
+    conv: Option<super::linear_exact::ConvWindow>,
 ) -> Result<(), GpuError> {
+    assert_eq!(
+        conv.is_some(),
+        epilogue == Epilogue::Conv,
+        "the conv sum needs the conv window and only it"
+    );
     let spec = sum_spec(epilogue, rms.is_some());
     let kernel = gpu.kernel(&spec)?;
     let blocks = len
@@ -707,9 +721,15 @@ pub(super) fn launch_sum(
         .arg(&n_i)
         .arg(&k_i)
         .arg(&eps);
+    let conv_args = conv.map(|c| (c.weights, c.state, c.channels as i32));
+    if let Some((cw, cs, ch)) = &conv_args {
+        b.arg(cw).arg(cs).arg(ch);
+    }
     // SAFETY: matches splitk_sum.cu's signature; part holds kr x len floats written by the
     // GEMV just before (then kr x T sums of squares with rms), residual (read only with the
-    // residual epilogue) and y len floats.
+    // residual epilogue) and y len floats; the conv window's weights hold channels x
+    // CONV_KC floats and its state (len / n) x channels x (CONV_KC - 1), channels <= n
+    // (launch_conv checks both).
     unsafe { b.launch(cfg) }.map_err(|e| GpuError::driver(format!("launching {}", spec.entry), e))
 }
 
@@ -772,14 +792,26 @@ pub(super) fn cases(route: &ExactRoute) -> Vec<Case> {
     let mut v: Vec<Case> = vec![(odd, 1000, 2048, forced_one)];
     if route.epilogue == Epilogue::Conv {
         // The GDN in-projections at their lanes (each launch moves the windows on: never
-        // twice): the 27B's 16480 x 5120 (the plan's K-ranges added by the last blocks, and
-        // one K-range), the 35B-A3B's 12352 x 2048, and SmolLM2-sized 1000 x 2048 in three
-        // K-ranges, in 16 KB slabs on a grid of 5 blocks, and at 5 lanes.
+        // twice): the 27B's 16480 x 5120 (the plan's K-ranges added by the process
+        // default, by the last blocks and by the second launch, and one K-range), the
+        // 35B-A3B's 12352 x 2048, and SmolLM2-sized 1000 x 2048 in three K-ranges (by the
+        // last blocks and by the second launch), in 16 KB slabs on a grid of 5 blocks, and
+        // at 5 lanes.
         v.push((tt, 16480, 5120, plain));
         v.push((tt, 16480, 5120, fused));
+        v.push((tt, 16480, 5120, split_sum));
         v.push((tt, 16480, 5120, one_range));
         v.push((odd, 12352, 2048, plain));
         v.push((tt, 1000, 2048, three));
+        v.push((
+            tt,
+            1000,
+            2048,
+            Override {
+                k_ranges: Some(3),
+                ..split_sum
+            },
+        ));
         v.push((odd, 1000, 2048, forced));
         return v;
     }
@@ -1663,6 +1695,7 @@ mod tests {
         }
         specs.push(sum_spec(Epilogue::None, true));
         specs.push(sum_spec(Epilogue::Residual, false));
+        specs.push(sum_spec(Epilogue::Conv, true));
         for spec in specs {
             let src = jit.render(&spec).unwrap();
             assert!(crate::jit::calls_pdl_wait(&src), "{}", spec.entry);

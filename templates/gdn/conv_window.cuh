@@ -16,4 +16,19 @@ __device__ __forceinline__ float gdn_conv_apply(const float* w, const float* win
     if (KC > 1) cs[KC - 2] = x;
     return silu_f32(acc);
 }
+
+// Output x of channel c of lane `lane` through gdn_conv_apply where c < conv_ch (the conv's
+// channels; the others pass through), the lane's window read from and moved on in place
+// (conv_state [lanes][conv_ch][KC-1]): one thread an output. The split-K sum's and the
+// GEMV's conv epilogues (linear/splitk_sum.cu, linear/mma_exact.cuh).
+__device__ __forceinline__ float gdn_conv_lane(float x, long long lane, int c,
+                                               const float* __restrict__ conv_w,
+                                               float* __restrict__ conv_state, int conv_ch) {
+    if (c >= conv_ch) return x;
+    float* cs = conv_state + (lane * conv_ch + c) * (KC - 1);
+    float win[KC > 1 ? KC - 1 : 1];
+#pragma unroll
+    for (int j = 0; j < KC - 1; ++j) win[j] = cs[j];
+    return gdn_conv_apply(conv_w + (long long)c * KC, win, x, cs);
+}
 #endif

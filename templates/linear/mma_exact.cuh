@@ -200,19 +200,11 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
 // silu(conv(window, y)), gdn/conv_step.cu's arithmetic in its order, and the lane's conv
 // window [lanes][conv_ch][KC-1] moves on by y. Only the thread that writes an output
 // reads and writes its window (one writer an output: write_pass with one K-range, else
-// splitk_finish's last block).
+// splitk_finish's last block, or linear/splitk_sum.cu where the host passes no counters).
 #define KC {{ kc }}
 #define CONV_PARAMS , const float* __restrict__ conv_w, float* __restrict__ conv_state, int conv_ch
 #define CONV_ARGS , conv_w, conv_state, conv_ch
 {% include "gdn/conv_window.cuh" %}
-__device__ __forceinline__ float conv_out(float x, int tk, int c CONV_PARAMS) {
-    if (c >= conv_ch) return x;
-    float* cs = conv_state + ((long long)tk * conv_ch + c) * (KC - 1);
-    float win[KC > 1 ? KC - 1 : 1];
-#pragma unroll
-    for (int j = 0; j < KC - 1; ++j) win[j] = cs[j];
-    return gdn_conv_apply(conv_w + (long long)c * KC, win, x, cs);
-}
 {%- endif %}
 
 // The outputs of a pass: pmn streams from row pm0 * ROWS, each summed over its ks slices
@@ -251,7 +243,7 @@ __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, i
 {%- if epilogue == "residual" %}
                 out += residual[at];
 {%- elif epilogue == "conv" %}
-                out = conv_out(out, tk, row CONV_ARGS);
+                out = gdn_conv_lane(out, tk, row CONV_ARGS);
 {%- endif %}
                 y[at] = out;
             }
@@ -400,7 +392,7 @@ __device__ __forceinline__ void splitk_finish(int kr, int units, int unit_rows, 
 {%- if epilogue == "residual" %}
         out += residual[at];
 {%- elif epilogue == "conv" %}
-        out = conv_out(out, tk, row CONV_ARGS);
+        out = gdn_conv_lane(out, tk, row CONV_ARGS);
 {%- endif %}
         y[at] = out;
 #endif

@@ -12,15 +12,27 @@
   Programmatic dependent launch: waits before the first read (the GEMV before it wrote
   `part`), then lets the next kernel launch.
 
-  Params: epilogue ("none" | "residual"), rms (bool). Arguments: part ([kr][n] f32, then
-  [kr][T] with rms), residual, y, n, kr, N (outputs per column), K, eps.
+  The conv epilogue (epilogue "conv", kc: a GDN in-projection at its lanes, column tk being
+  lane tk's one token): outputs c < conv_ch of column tk become silu(conv(window, sum)) and
+  lane tk's conv window [lanes][conv_ch][kc - 1] moves on by the sum (gdn/conv_window.cuh,
+  the GEMV's own conv epilogue's arithmetic), so that the in-projection keeps its K-ranges
+  (the GEMV applies the conv itself only with one K-range or its last blocks adding).
+
+  Params: epilogue ("none" | "residual" | "conv"), rms (bool), kc (conv only). Arguments:
+  part ([kr][n] f32, then [kr][T] with rms), residual, y, n, kr, N (outputs per column), K,
+  eps; conv: conv_w ([conv_ch][kc]), conv_state, conv_ch.
 #}
 {% include "common/types.cuh" %}
 {% include "common/pdl.cuh" %}
+{%- if epilogue == "conv" %}
+#define KC {{ kc }}
+{% include "gdn/conv_window.cuh" %}
+{%- endif %}
 
 extern "C" __global__ void __launch_bounds__(256)
 {{ kernel_name }}(const float* __restrict__ part, const float* residual, float* y,
-                  long long n, int kr, int N, int K, float eps)
+                  long long n, int kr, int N, int K, float eps{% if epilogue == "conv" %},
+                  const float* __restrict__ conv_w, float* __restrict__ conv_state, int conv_ch{% endif %})
 {
     NINFER_PDL_WAIT();
     NINFER_PDL_TRIGGER();
@@ -37,6 +49,8 @@ extern "C" __global__ void __launch_bounds__(256)
 {%- endif %}
 {%- if epilogue == "residual" %}
         out += residual[i];
+{%- elif epilogue == "conv" %}
+        out = gdn_conv_lane(out, i / N, (int)(i % N), conv_w, conv_state, conv_ch);
 {%- endif %}
         y[i] = out;
     }

@@ -1002,6 +1002,8 @@ pub fn instantiations() -> Vec<KernelSpec> {
             v.push(super::linear_mma_exact::sum_spec(epilogue, rms));
         }
     }
+    // The conv epilogue's (its routes all have the RMSNorm prologue).
+    v.push(super::linear_mma_exact::sum_spec(Epilogue::Conv, true));
     v
 }
 
@@ -1387,8 +1389,6 @@ pub(super) fn launch_inner(
             "the conv epilogue runs on the mma register kernel, the lanes in one launch"
         );
     }
-    // The epilogues that need each output's whole sum in the kernel.
-    let whole = swiglu || conv.is_some();
     if swiglu {
         let takes = match route.kernel {
             ExactKernel::Ring(_) => ring_swiglu_takes(w),
@@ -1400,13 +1400,16 @@ pub(super) fn launch_inner(
         );
     }
     // The sums of a SwiGLU launch must be whole before the silu: several K-ranges only
-    // where the kernel's last block adds them (the second launch has no silu).
+    // where the kernel's last block adds them (the second launch has no silu). The conv
+    // epilogue keeps its K-ranges either way: the second launch applies it too (bench/gdn
+    // run 52: forced to one K-range, the 27B's in-projection made its 8-lane step 866 us
+    // longer on an H100).
     let fused = over
         .split_sum
         .map_or_else(super::linear_mma_exact::splitk_fused_enabled, |second| {
             !second
         });
-    let over = if whole && !fused {
+    let over = if swiglu && !fused {
         Override {
             k_ranges: Some(1),
             ..over
@@ -1527,7 +1530,7 @@ pub(super) fn launch_inner(
                 let mranges = p.grid as usize / p.kr;
                 if fused && mranges <= Gpu::SPLITK_COUNTERS {
                     counters = gpu.splitk_counters()?.unwrap_or(0);
-                } else if whole {
+                } else if swiglu {
                     let one = Override {
                         k_ranges: Some(1),
                         ..over
@@ -1631,6 +1634,7 @@ pub(super) fn launch_inner(
                 yc,
                 (len, n),
                 kr,
+                conv,
             )?;
         }
         col += step;
