@@ -207,6 +207,17 @@ pub struct Tile {
 }
 
 impl Tile {
+    /// How far ahead this tile's update prefetches state into L2 (percent of the resident
+    /// blocks; 0: none): `NINFER_GDN_PREFETCH` where set, else [`GIN_PREFETCH_PERCENT`] for
+    /// the gates-in split tiles and none for every other.
+    pub fn prefetch_percent(&self) -> usize {
+        match prefetch_env() {
+            Some(pct) => pct,
+            None if self.split && self.gin => GIN_PREFETCH_PERCENT,
+            None => 0,
+        }
+    }
+
     pub fn dk_max(&self) -> usize {
         (self.lpr * self.ept) as usize
     }
@@ -325,19 +336,22 @@ pub fn gates_in_enabled() -> bool {
 }
 
 /// How far ahead the split step's update prefetches state into L2 before its wait, in
-/// percent of the blocks that fit on the GPU at once: `NINFER_GDN_PREFETCH` (read once;
-/// unset or 0: no prefetch, and the update kernels render as without the option). Opt-in
-/// until an H200 measures it (bench/gdn run 49: on an H100 the f16 state's step -5..8 % at
-/// 50-100, the f32 state's no gain).
-pub fn prefetch_percent() -> usize {
-    static PCT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// percent of the blocks that fit on the GPU at once, where the environment says:
+/// `NINFER_GDN_PREFETCH` (read once; 0: no prefetch, and the update kernels render as
+/// without the option). Unset: each tile's own ([`Tile::prefetch_percent`]).
+fn prefetch_env() -> Option<usize> {
+    static PCT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     *PCT.get_or_init(|| {
         std::env::var("NINFER_GDN_PREFETCH")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
     })
 }
+
+/// The gates-in split tiles' prefetch distance, percent of the resident blocks. bench/gdn
+/// run 52 (H100, 8 lanes, 27B shape): at 100 the gin steps f32 r2w2 21.90 -> 20.76 us, f16
+/// r4w4 13.35 -> 12.02; the prep tiles' f32 steps +0.2..1.05 us, so they keep none.
+pub const GIN_PREFETCH_PERCENT: usize = 100;
 
 /// A split-step tile (`Tile::split`): `rows` columns a half-warp, `warps` warps. The f32
 /// state's best in bench/gdn run 10 is 2 x 2, the f16 state's 4 x 4 (standalone, 8 lanes,
@@ -414,7 +428,7 @@ impl RecurrentRoute {
                 true => spec.param("gin", true),
                 false => spec,
             };
-            return match prefetch_percent() {
+            return match self.tile.prefetch_percent() {
                 0 => spec,
                 _ => {
                     let mut spec = spec.param("prefetch", true);
@@ -1227,7 +1241,7 @@ fn launch_update(
     if let Some((in_ld, ab_ld)) = &strides {
         b.arg(in_ld).arg(ab_ld);
     }
-    let ahead = match prefetch_percent() {
+    let ahead = match route.tile.prefetch_percent() {
         0 => None,
         pct => Some(prefetch_ahead(gpu, &kernel, &spec, &cfg, pct)?),
     };
@@ -1241,7 +1255,7 @@ fn launch_update(
     Ok(())
 }
 
-/// The update's `ahead` (the prefetch option, [`prefetch_percent`]): `pct` percent of the
+/// The update's `ahead` ([`Tile::prefetch_percent`]): `pct` percent of the
 /// blocks that fit on the GPU at once, at most the grid.
 fn prefetch_ahead(
     gpu: &Gpu,
@@ -1487,8 +1501,22 @@ mod tests {
             let (prep, gin) = (route(split_tile(2, 2)), route(split_gin_tile(2, 2)));
             assert!(gin.tile.fits(128) && gin.tile.serves(Mode::Step, 1));
             assert!(!gin.tile.serves(Mode::Step, 2));
+            // (The tiles' own prefetch: this process has no NINFER_GDN_PREFETCH.)
+            assert_eq!(
+                prefetch_env(),
+                None,
+                "run the tests without NINFER_GDN_PREFETCH"
+            );
+            assert_eq!(
+                (prep.tile.prefetch_percent(), gin.tile.prefetch_percent()),
+                (0, GIN_PREFETCH_PERCENT)
+            );
             let (ep, eg) = (prep.spec().entry, gin.spec().entry);
-            assert_eq!(eg, format!("{ep}g"), "the gin entry is the prep form's + g");
+            assert_eq!(
+                eg,
+                format!("{ep}gp"),
+                "the gin entry: the prep form's + g, prefetching"
+            );
             let (sp, sg) = (
                 jit.render(&prep.spec()).unwrap(),
                 jit.render(&gin.spec()).unwrap(),
@@ -1497,13 +1525,13 @@ mod tests {
             // the prepared inputs (and its source, which the tuning profile's hash covers).
             assert!(sg.contains("a_in") && sg.contains("in_ld") && !sg.contains("beta["));
             assert!(!sp.contains("a_in") && sp.contains("beta["));
-            // The prefetch option adds its argument and its hint to both forms, and only
-            // where asked (the default sources are what the profile's hashes cover).
-            for route in [prep, gin] {
-                let plain = jit.render(&route.spec()).unwrap();
-                let pf = jit.render(&route.spec().param("prefetch", true)).unwrap();
-                assert!(!plain.contains("int ahead") && !plain.contains("prefetch.L2"));
-                assert!(pf.contains(", int ahead)") && pf.contains("cp.async.bulk.prefetch.L2"));
+            // The prefetch adds its argument and its hint: to the gin form by default, to
+            // the prep form only where asked (its default source is what the profile's
+            // hashes cover).
+            let pf = jit.render(&prep.spec().param("prefetch", true)).unwrap();
+            for (src, prefetches) in [(&sp, false), (&pf, true), (&sg, true)] {
+                assert_eq!(src.contains(", int ahead)"), prefetches);
+                assert_eq!(src.contains("cp.async.bulk.prefetch.L2"), prefetches);
             }
         }
         let conv = jit.render(&conv_step_spec(4)).unwrap();
