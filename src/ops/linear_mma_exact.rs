@@ -357,12 +357,15 @@ pub fn with_conv_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<Exac
     })
 }
 
-/// Whether the engine takes [`with_conv_epilogue`] for a GDN in-projection at lanes: yes
-/// unless the environment sets `NINFER_GDN_CONV_EPILOGUE=0` (an A/B switch: the conv in
-/// the step's first launch).
+/// Whether the engine takes [`with_conv_epilogue`] for a GDN in-projection at lanes (with
+/// the gates-in split step): only where the environment sets `NINFER_GDN_CONV_EPILOGUE=1`.
+/// Otherwise the step's first launch runs the conv. Measured on an H100 (bench/gdn runs
+/// 52-53, synthetic 27B, 8 lanes, exact mode): the epilogue made the step 866 us longer
+/// while it forced one K-range, and still 419 us longer with the K-ranges kept (13,634.5
+/// against 13,218.6 us with the conv launch), for a reason not yet found.
 pub fn conv_epilogue_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    super::linear_exact::switch_on(&ON, "NINFER_GDN_CONV_EPILOGUE")
+    super::linear_exact::switch_opt_in(&ON, "NINFER_GDN_CONV_EPILOGUE")
 }
 
 /// Whether the engine takes [`with_swiglu_epilogue`] for gate_up: yes unless the environment
