@@ -63,12 +63,8 @@ pub fn check_target(target: &Format) -> Result<()> {
     Ok(())
 }
 
-/// Magic-number round-half-even, exact for `|t| < 2^22` (callers clamp to `[-128, 127]` first).
-#[inline(always)]
-fn rne(t: f32) -> f32 {
-    const M: f32 = 12582912.0; // 1.5 * 2^23
-    (t + M) - M
-}
+/// Round-half-even of a clamped code (`|t| < 2^22`).
+use super::codec::round_half_even_small as rne;
 
 #[inline(always)]
 fn quant(v: f32, s: f32, lo: f32, hi: f32) -> f32 {
