@@ -150,8 +150,8 @@ pub fn quantize_value(x: f32, scale: f32, lo: f32, hi: f32) -> i32 {
 /// the library call that baseline x86-64 (no SSE4.1 `roundss`) makes for it: adding
 /// 1.5 * 2^23 leaves the sum's unit in the last place at 1, so the addition itself rounds to
 /// the nearest integer, ties to even (the default rounding mode), and subtracting it back is
-/// exact. (-0.5 gives +0, which compares and converts as -0.) Encoding the synthetic 27B's
-/// weights to q4_g64 took 3.9x as long with the call (2 cores here).
+/// exact. (-0.5 gives +0, which compares and converts as -0.) With the call, encoding took
+/// most of a synthetic model's load (`examples/bench_synthetic_encode.rs`).
 #[inline(always)]
 pub(crate) fn round_half_even_small(t: f32) -> f32 {
     const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23

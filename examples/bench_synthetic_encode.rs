@@ -1,0 +1,53 @@
+//! Host time to make and encode one synthetic weight, the work a `--synthetic` model's load
+//! repeats for every linear: `cargo run --release --example bench_synthetic_encode
+//! [-- MODEL FORMAT TENSOR]` (default `qwen3.6-27b q4_g64 layers.0.mlp.gate_proj`: the
+//! first tensor whose name contains TENSOR). Prints the values' and the encode's wall
+//! times, each the best of three, and the rayon thread count.
+
+use std::time::{Duration, Instant};
+
+use ninfer::formats::{encode, format};
+use ninfer::model::synthetic::SyntheticWeights;
+
+fn best_of_three<T>(mut f: impl FnMut() -> T) -> (T, Duration) {
+    let mut best = Duration::MAX;
+    let mut out = None;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let v = f();
+        best = best.min(t.elapsed());
+        out = Some(v);
+    }
+    (out.expect("ran three times"), best)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.into());
+    let (model, fmt_name, want) = (
+        arg(0, "qwen3.6-27b"),
+        arg(1, "q4_g64"),
+        arg(2, "layers.0.mlp.gate_proj"),
+    );
+    let weights = SyntheticWeights::new(&model, 0).unwrap_or_else(|e| panic!("{e}"));
+    let fmt = format(&fmt_name).unwrap_or_else(|e| panic!("{e}"));
+    let name = weights
+        .names()
+        .find(|n| n.contains(want.as_str()))
+        .unwrap_or_else(|| panic!("no tensor of {model} contains {want}"))
+        .to_string();
+    let shape = weights.shape(&name).expect("listed").to_vec();
+    let (n, k) = (shape[0], shape[1..].iter().product::<usize>());
+    let (values, made) = best_of_three(|| weights.values(&name).expect("listed"));
+    let (payload, encoded) = best_of_three(|| encode(fmt, &values, n, k).expect("encodes"));
+    let per = |d: Duration| d.as_secs_f64() * 1e9 / values.len() as f64;
+    println!(
+        "{name} [{n}, {k}] -> {fmt_name} ({} bytes), {} rayon threads: values {:.1} ms ({:.2} ns a weight), encode {:.1} ms ({:.2} ns a weight)",
+        payload.len(),
+        rayon::current_num_threads(),
+        made.as_secs_f64() * 1e3,
+        per(made),
+        encoded.as_secs_f64() * 1e3,
+        per(encoded),
+    );
+}
