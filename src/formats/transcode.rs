@@ -30,7 +30,8 @@
 use half::f16;
 use rayon::prelude::*;
 
-use super::codec::pack_bits;
+// Round-half-even of a clamped code (`|t| < 2^22`).
+use super::codec::{pack_bits, round_half_even_small as rne};
 use super::error::{FormatError, Result};
 use super::layout::Layout;
 use super::registry::{format, Format, FormatKind, ScaleType};
@@ -62,9 +63,6 @@ pub fn check_target(target: &Format) -> Result<()> {
     }
     Ok(())
 }
-
-/// Round-half-even of a clamped code (`|t| < 2^22`).
-use super::codec::round_half_even_small as rne;
 
 #[inline(always)]
 fn quant(v: f32, s: f32, lo: f32, hi: f32) -> f32 {

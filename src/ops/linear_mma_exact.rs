@@ -724,7 +724,7 @@ pub(super) fn launch_sum(
         .arg(&n_i)
         .arg(&k_i)
         .arg(&eps);
-    let conv_args = conv.map(|c| (c.weights, c.state, c.channels as i32));
+    let conv_args = conv.map(super::linear_exact::ConvWindow::kernel_args);
     if let Some((cw, cs, ch)) = &conv_args {
         b.arg(cw).arg(cs).arg(ch);
     }

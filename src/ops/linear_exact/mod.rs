@@ -1094,6 +1094,14 @@ pub struct ConvWindow {
     pub channels: usize,
 }
 
+impl ConvWindow {
+    /// The kernel arguments, in the order both conv epilogues take them after the others
+    /// (`conv_w`, `conv_state`, `conv_ch`: linear/mma_exact.cuh, linear/splitk_sum.cu).
+    pub(super) fn kernel_args(self) -> (u64, u64, i32) {
+        (self.weights, self.state, self.channels as i32)
+    }
+}
+
 /// [`launch_with`] for a route with the conv epilogue
 /// ([`super::linear_mma_exact::with_conv_epilogue`]): column `t` of x is lane `t`'s token,
 /// `t` at most the route's column tile (one launch).
@@ -1606,7 +1614,7 @@ pub(super) fn launch_inner(
             // The plan's grid is a whole number of clusters (`clusters_fit` above).
             b.cluster(tile.cluster);
         }
-        let conv_args = conv.map(|c| (c.weights, c.state, c.channels as i32));
+        let conv_args = conv.map(ConvWindow::kernel_args);
         if let Some((cw, cs, ch)) = &conv_args {
             b.arg(cw).arg(cs).arg(ch);
         }
