@@ -5,7 +5,8 @@
 # capped by what is left: the decode qualify; the decode bench (each split route's step
 # and halves, the gin tiles beside the prep forms); fla 0.6.0 in the same call (its
 # recurrence, its decode step doing the layer's work, its chunk and its prefill layer); the
-# decode bench again with fla as the peer; on an H200 only, the prefill qualify and bench.
+# decode bench again with fla as the peer; the prefill qualify and bench (on any GPU since
+# stop 56: an H100's prefill figures are data too).
 # Outputs: $OUT/r54.tgz, summary.txt.
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-420}
@@ -17,10 +18,8 @@ job_gdn_bench decode 1 r54 90
 job_peer_fla layer
 t peer
 job_gdn_bench decode 2 r54 90
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  job_gdn_qualify prefill 60
-  job_gdn_bench prefill prefill r54 80
-fi
+job_gdn_qualify prefill 60
+job_gdn_bench prefill prefill r54 80
 tar czf $OUT/r54.tgz -C /tmp r54-out
 {
 echo "===== summary"
