@@ -333,35 +333,59 @@ fn round_trip_with_gdn_keys() {
     assert_eq!(table.exact(q4, 1, 576, 576), Some(lin[1].kernel));
 }
 
-/// The committed H200 profile loads (schema, fingerprint consistent with its own fields),
-/// and every key is of a family this build knows, at a shape that family can name; which
-/// families it holds is up to the run that made it.
+/// Every committed profile (`tuning/*.toml`) loads (schema, fingerprint consistent with its
+/// own fields, named after its device), and every key is of a family this build knows, at a
+/// shape that family can name; which families and keys it holds is up to the run that made
+/// it.
 #[test]
-fn the_committed_profile_loads_and_its_keys_are_known() {
+fn the_committed_profiles_load_and_their_keys_are_known() {
     use ninfer::tune::{a16, attn, exact, family_of, gdn};
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning/nvidia-h200.toml");
-    let p = Profile::load(&path).unwrap();
-    assert!(!p.routes.is_empty());
-    assert_eq!(p.device.id, p.device.fingerprint().id());
-    assert_eq!(p.device.template_set_hash.len(), 64, "a blake3 hex digest");
-    for r in &p.routes {
-        let key: ShapeKey = r.key.parse().unwrap();
-        let known = match family_of(&r.key) {
-            f if f == exact::FAMILY => {
-                exact::format_of(&key).is_some() && exact::TILES.contains(&key.t_bucket)
-            }
-            f if f == a16::FAMILY => a16::format_of(&key).is_some(),
-            f if f == gdn::FAMILY => gdn::parse(&key).is_some(),
-            f if f == attn::FAMILY => attn::parse(&key).is_some(),
-            _ => false,
-        };
-        assert!(known, "{}: not a key of a known family", r.key);
-        assert!(
-            !r.entry.is_empty() && !r.default_entry.is_empty(),
-            "{}",
-            r.key
-        );
-        assert!(r.candidates as usize >= r.times_us.len(), "{}", r.key);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    let names: Vec<_> = paths
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&"nvidia-h200.toml".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"nvidia-h100-80gb-hbm3.toml".to_string()),
+        "{names:?}"
+    );
+    for path in &paths {
+        let p = Profile::load(path).unwrap();
+        let file = path.file_stem().unwrap().to_string_lossy();
+        assert_eq!(file, ninfer::tune::routes::device_slug(&p.device.name));
+        assert!(!p.routes.is_empty(), "{file}");
+        assert_eq!(p.device.id, p.device.fingerprint().id(), "{file}");
+        assert_eq!(p.device.template_set_hash.len(), 64, "a blake3 hex digest");
+        for r in &p.routes {
+            let key: ShapeKey = r.key.parse().unwrap();
+            let known = match family_of(&r.key) {
+                f if f == exact::FAMILY => {
+                    exact::format_of(&key).is_some() && exact::TILES.contains(&key.t_bucket)
+                }
+                f if f == a16::FAMILY => a16::format_of(&key).is_some(),
+                f if f == gdn::FAMILY => gdn::parse(&key).is_some(),
+                f if f == attn::FAMILY => attn::parse(&key).is_some(),
+                _ => false,
+            };
+            assert!(known, "{file}: {}: not a key of a known family", r.key);
+            assert!(
+                !r.entry.is_empty() && !r.default_entry.is_empty(),
+                "{file}: {}",
+                r.key
+            );
+            assert!(
+                r.candidates as usize >= r.times_us.len(),
+                "{file}: {}",
+                r.key
+            );
+        }
     }
 }
 
