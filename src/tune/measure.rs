@@ -186,6 +186,22 @@ pub fn rotation_sets(l2_bytes: u64, bytes: usize) -> usize {
     ((2 * l2_bytes as usize).div_ceil(bytes.max(1))).clamp(1, MAX_SETS)
 }
 
+/// The copies of a weight linear_exact rotates over: [`rotation_sets`], or
+/// `$NINFER_TUNE_WEIGHT_COPIES` where set (a diagnostic: 1 times every launch on the same,
+/// L2-warm weight, as an engine whose whole model stays in the L2 would run it;
+/// bench/tune h100-run1).
+fn weight_copies(l2_bytes: u64, bytes: usize) -> usize {
+    static COPIES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let forced = COPIES.get_or_init(|| {
+        std::env::var("NINFER_TUNE_WEIGHT_COPIES")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&c| c > 0)
+            .map(|c| c.min(MAX_SETS))
+    });
+    forced.unwrap_or_else(|| rotation_sets(l2_bytes, bytes))
+}
+
 /// Qualifies and times every candidate of `job` at each of its tiles. `progress(key, split)`
 /// is called after each candidate.
 pub fn tune_exact(
@@ -204,7 +220,7 @@ pub fn tune_exact(
         err: e.to_string(),
     })?;
     let payload = random_payload(format, &layout, &mut rng);
-    let sets = rotation_sets(gpu.props().l2_bytes, layout.total_bytes);
+    let sets = weight_copies(gpu.props().l2_bytes, layout.total_bytes);
     let weights: Vec<DeviceWeight> = (0..sets)
         .map(|_| DeviceWeight::upload(gpu, format, layout, &payload))
         .collect::<Result<_, _>>()?;
