@@ -2,12 +2,17 @@
 //! repeats for every linear: `cargo run --release --example bench_synthetic_encode
 //! [-- MODEL FORMAT TENSOR]` (default `qwen3.6-27b q4_g64 layers.0.mlp.gate_proj`: the
 //! first tensor whose name contains TENSOR). Prints the values' and the encode's wall
-//! times, each the best of three, and the rayon thread count.
+//! times, each the best of three, and the rayon thread count. Then the stacking the loader
+//! does for gate_up (gate and up of the tensor's layer, when it is an MLP projection): the
+//! parts made apart and stacked by a serial copy, against `stacked_f32` making them in
+//! place.
 
 use std::time::{Duration, Instant};
 
 use ninfer::formats::{encode, format};
+use ninfer::model::arch::stacked_f32;
 use ninfer::model::synthetic::SyntheticWeights;
+use ninfer::model::Weights;
 
 fn best_of_three<T>(mut f: impl FnMut() -> T) -> (T, Duration) {
     let mut best = Duration::MAX;
@@ -49,5 +54,28 @@ fn main() {
         per(made),
         encoded.as_secs_f64() * 1e3,
         per(encoded),
+    );
+    let Some(layer) = name.strip_suffix("gate_proj.weight") else {
+        return;
+    };
+    let parts = [
+        format!("{layer}gate_proj.weight"),
+        format!("{layer}up_proj.weight"),
+    ];
+    let (apart, copied) = best_of_three(|| {
+        let mut data = Vec::new();
+        for p in &parts {
+            data.extend(weights.values(p).expect("listed"));
+        }
+        data
+    });
+    let w = Weights::Synthetic(Box::new(weights));
+    let ((in_place, _), made) = best_of_three(|| stacked_f32(&w, &parts, None).expect("stacks"));
+    assert!(apart == in_place, "the same values either way");
+    println!(
+        "gate_up stacked [{}, {k}]: made apart and copied {:.1} ms, made in place {:.1} ms",
+        in_place.len() / k,
+        copied.as_secs_f64() * 1e3,
+        made.as_secs_f64() * 1e3,
     );
 }

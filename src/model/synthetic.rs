@@ -396,9 +396,22 @@ impl SyntheticWeights {
 
     /// The values of tensor `name` (row-major), made now, in parallel.
     pub fn values(&self, name: &str) -> Option<Vec<f32>> {
+        let mut out = vec![0f32; self.tensors[*self.index.get(name)?].elements()];
+        self.values_into(name, &mut out)?;
+        Some(out)
+    }
+
+    /// [`Self::values`] written into `out`, which must hold exactly the tensor's elements
+    /// (`None`: no such tensor). Lets a caller make several tensors straight into the rows
+    /// of one stacked buffer instead of copying them there.
+    pub fn values_into(&self, name: &str, out: &mut [f32]) -> Option<()> {
         let t = &self.tensors[*self.index.get(name)?];
+        assert_eq!(
+            out.len(),
+            t.elements(),
+            "{name}: the buffer is not the tensor's size"
+        );
         const CHUNK: usize = 1 << 16;
-        let mut out = vec![0f32; t.elements()];
         out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, part)| {
             let base = (c * CHUNK) as u64;
             for (j, v) in part.iter_mut().enumerate() {
@@ -406,7 +419,7 @@ impl SyntheticWeights {
             }
         });
         self.progress.inc(out.len() as u64);
-        Some(out)
+        Some(())
     }
 
     /// Tensor `name` as f32 little-endian bytes (made now).

@@ -74,20 +74,8 @@ impl<B: Backend> Llama<B> {
         };
         // Weights stacked by rows into one layer (same K): one launch instead of several.
         let stacked = |names: &[String]| -> Result<B::Linear, ArchError> {
-            let (mut data, mut cols) = (Vec::new(), None);
-            for name in names {
-                let (shape, v) = tensor_f32(w, name)?;
-                let k = *shape.last().unwrap_or(&1);
-                if cols.is_some_and(|c| c != k) {
-                    return Err(ArchError::Weight {
-                        name: name.clone(),
-                        problem: format!("{k} columns, unlike {} stacked with it", names[0]),
-                    });
-                }
-                cols = Some(k);
-                data.extend(v);
-            }
-            let cols = cols.unwrap_or(1).max(1);
+            let (data, cols) = super::stacked_f32(w, names, None)?;
+            let cols = cols.max(1);
             Ok(super::hold_linear(b, opts, data.len() / cols, cols, data))
         };
         let vec = |name: &str| -> Result<B::Vector, ArchError> {

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::engine::backend::{AttnShape, Backend, QkNorms, Rope, RopeStyle};
 use crate::model::precision::PrecisionOptions;
-use crate::model::{Architecture, ModelConfig, ModelFiles};
+use crate::model::{Architecture, ModelConfig, ModelFiles, Weights};
 use crate::ops::gdn::{GdnDims, StateType};
 use crate::ops::rmsnorm::NormWeight;
 
@@ -95,11 +95,10 @@ fn stack_rows<B: Backend>(
     cols: usize,
     parts: Vec<(String, Vec<f32>)>,
 ) -> Result<B::Linear, ArchError> {
-    let mut data = Vec::with_capacity(parts.iter().map(|(_, v)| v.len()).sum());
-    for (name, v) in parts {
+    for (name, v) in &parts {
         if cols == 0 || !v.len().is_multiple_of(cols) {
             return Err(ArchError::Weight {
-                name,
+                name: name.clone(),
                 problem: format!(
                     "{} values are not whole rows of {cols} columns, the width of the \
                      tensors stacked with it",
@@ -107,9 +106,28 @@ fn stack_rows<B: Backend>(
                 ),
             });
         }
-        data.extend(v);
     }
+    let data = super::concat_par(&parts.iter().map(|(_, v)| v.as_slice()).collect::<Vec<_>>());
     Ok(super::hold_linear(b, opts, data.len() / cols, cols, data))
+}
+
+/// The tensors `names` of `w` stacked by rows ([`super::stacked_f32`]: synthetic ones made
+/// in place) and held as one weight of `cols` columns.
+fn stack_named<B: Backend>(
+    b: &B,
+    opts: &PrecisionOptions,
+    w: &Weights,
+    cols: usize,
+    names: &[String],
+) -> Result<B::Linear, ArchError> {
+    let (data, cols) = super::stacked_f32(w, names, Some(cols))?;
+    Ok(super::hold_linear(
+        b,
+        opts,
+        data.len() / cols.max(1),
+        cols,
+        data,
+    ))
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -246,138 +264,125 @@ impl<B: Backend> Qwen35<B> {
             kc: g.conv_kernel_dim,
         });
         // One block under prefix `p`: attention or GDN mixer, MoE or dense FFN.
-        let load_layer = |p: &str,
-                          attention: bool,
-                          moe_layer: bool|
-         -> Result<Layer<B>, ArchError> {
-            let mixer = if attention {
-                let a = format!("{p}self_attn.");
-                let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
-                    let name = format!("{a}{n}_proj.weight");
-                    Ok((name.clone(), raw(&name)?))
-                };
-                Mixer::Attention {
-                    wqkv: stack_rows(
-                        b,
-                        opts,
-                        c.hidden_size,
-                        vec![part("q")?, part("k")?, part("v")?],
-                    )?,
-                    o_proj: lin(&format!("{a}o_proj.weight"))?,
-                    q_norm: vec(&format!("{a}q_norm.weight"))?,
-                    k_norm: vec(&format!("{a}k_norm.weight"))?,
-                }
-            } else {
-                let d = gdn_dims.ok_or(ArchError::Unsupported {
-                    arch: c.architecture,
-                })?;
-                let la = format!("{p}linear_attn.");
-                let in_names = ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
-                    .map(|n| format!("{la}{n}.weight"));
-                let in_parts = if c.architecture == Architecture::Qwen3Next {
-                    let (qkv, z, bw, aw) = degroup_qwen3_next(
-                        &d,
-                        c.hidden_size,
-                        &raw(&format!("{la}in_proj_qkvz.weight"))?,
-                        &raw(&format!("{la}in_proj_ba.weight"))?,
-                    );
-                    in_names.into_iter().zip([qkv, z, bw, aw]).collect()
+        let load_layer =
+            |p: &str, attention: bool, moe_layer: bool| -> Result<Layer<B>, ArchError> {
+                let mixer = if attention {
+                    let a = format!("{p}self_attn.");
+                    let qkv = ["q", "k", "v"].map(|n| format!("{a}{n}_proj.weight"));
+                    Mixer::Attention {
+                        wqkv: stack_named(b, opts, w, c.hidden_size, &qkv)?,
+                        o_proj: lin(&format!("{a}o_proj.weight"))?,
+                        q_norm: vec(&format!("{a}q_norm.weight"))?,
+                        k_norm: vec(&format!("{a}k_norm.weight"))?,
+                    }
                 } else {
-                    in_names
-                        .into_iter()
-                        .map(|n| raw(&n).map(|v| (n, v)))
-                        .collect::<Result<Vec<_>, _>>()?
+                    let d = gdn_dims.ok_or(ArchError::Unsupported {
+                        arch: c.architecture,
+                    })?;
+                    let la = format!("{p}linear_attn.");
+                    let in_names = ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
+                        .map(|n| format!("{la}{n}.weight"));
+                    let in_proj = if c.architecture == Architecture::Qwen3Next {
+                        let (qkv, z, bw, aw) = degroup_qwen3_next(
+                            &d,
+                            c.hidden_size,
+                            &raw(&format!("{la}in_proj_qkvz.weight"))?,
+                            &raw(&format!("{la}in_proj_ba.weight"))?,
+                        );
+                        let parts = in_names.into_iter().zip([qkv, z, bw, aw]).collect();
+                        stack_rows(b, opts, c.hidden_size, parts)?
+                    } else {
+                        stack_named(b, opts, w, c.hidden_size, &in_names)?
+                    };
+                    Mixer::Gdn {
+                        in_proj,
+                        params: b.gdn_weights(
+                            d,
+                            raw(&format!("{la}conv1d.weight"))?,
+                            raw(&format!("{la}A_log"))?,
+                            raw(&format!("{la}dt_bias"))?,
+                            raw(&format!("{la}norm.weight"))?,
+                            c.rms_norm_eps,
+                        ),
+                        out_proj: lin(&format!("{la}out_proj.weight"))?,
+                    }
                 };
-                Mixer::Gdn {
-                    in_proj: stack_rows(b, opts, c.hidden_size, in_parts)?,
-                    params: b.gdn_weights(
-                        d,
-                        raw(&format!("{la}conv1d.weight"))?,
-                        raw(&format!("{la}A_log"))?,
-                        raw(&format!("{la}dt_bias"))?,
-                        raw(&format!("{la}norm.weight"))?,
-                        c.rms_norm_eps,
-                    ),
-                    out_proj: lin(&format!("{la}out_proj.weight"))?,
-                }
-            };
-            let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
-                let part = |n: &str| -> Result<(String, Vec<f32>), ArchError> {
-                    let name = format!("{q}{n}_proj.weight");
-                    Ok((name.clone(), raw(&name)?))
+                let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
+                    let gate_up = ["gate", "up"].map(|n| format!("{q}{n}_proj.weight"));
+                    Ok(Mlp {
+                        gate_up: stack_named(b, opts, w, c.hidden_size, &gate_up)?,
+                        down: lin(&format!("{q}down_proj.weight"))?,
+                    })
                 };
-                Ok(Mlp {
-                    gate_up: stack_rows(b, opts, c.hidden_size, vec![part("gate")?, part("up")?])?,
-                    down: lin(&format!("{q}down_proj.weight"))?,
+                let ffn = match &c.moe {
+                    Some(moe) if moe_layer => {
+                        let (e_n, inter, h) =
+                            (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
+                        let fused = format!("{p}mlp.experts.gate_up_proj");
+                        let experts = if w.has_tensor(&fused) {
+                            // [E, 2I, H] (gate rows first) and [E, H, I].
+                            let gu = raw(&fused)?;
+                            let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
+                            if gu.len() != e_n * 2 * inter * h || dn.len() != e_n * h * inter {
+                                return Err(ArchError::Weight {
+                                    name: fused,
+                                    problem: "fused expert tensors do not match the config".into(),
+                                });
+                            }
+                            (0..e_n)
+                                .map(|e| {
+                                    let g0 = e * 2 * inter * h;
+                                    Mlp {
+                                        gate_up: super::hold_linear(
+                                            b,
+                                            opts,
+                                            2 * inter,
+                                            h,
+                                            super::concat_par(&[&gu[g0..g0 + 2 * inter * h]]),
+                                        ),
+                                        down: super::hold_linear(
+                                            b,
+                                            opts,
+                                            h,
+                                            inter,
+                                            super::concat_par(&[
+                                                &dn[e * h * inter..(e + 1) * h * inter]
+                                            ]),
+                                        ),
+                                    }
+                                })
+                                .collect()
+                        } else {
+                            (0..e_n)
+                                .map(|e| dense(&format!("{p}mlp.experts.{e}.")))
+                                .collect::<Result<Vec<_>, _>>()?
+                        };
+                        let shared = if moe.shared_expert_intermediate_size > 0 {
+                            Some((
+                                dense(&format!("{p}mlp.shared_expert."))?,
+                                lin(&format!("{p}mlp.shared_expert_gate.weight"))?,
+                            ))
+                        } else {
+                            None
+                        };
+                        Ffn::Moe {
+                            router: lin(&format!("{p}mlp.gate.weight"))?,
+                            experts,
+                            top_k: moe.num_experts_per_tok,
+                            renormalize: c.architecture == Architecture::Qwen35Moe
+                                || moe.norm_topk_prob,
+                            shared,
+                        }
+                    }
+                    _ => Ffn::Dense(dense(&format!("{p}mlp."))?),
+                };
+                Ok(Layer {
+                    input_norm: vec(&format!("{p}input_layernorm.weight"))?,
+                    mixer,
+                    post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
+                    ffn,
                 })
             };
-            let ffn = match &c.moe {
-                Some(moe) if moe_layer => {
-                    let (e_n, inter, h) =
-                        (moe.num_experts, moe.moe_intermediate_size, c.hidden_size);
-                    let fused = format!("{p}mlp.experts.gate_up_proj");
-                    let experts = if w.has_tensor(&fused) {
-                        // [E, 2I, H] (gate rows first) and [E, H, I].
-                        let gu = raw(&fused)?;
-                        let dn = raw(&format!("{p}mlp.experts.down_proj"))?;
-                        if gu.len() != e_n * 2 * inter * h || dn.len() != e_n * h * inter {
-                            return Err(ArchError::Weight {
-                                name: fused,
-                                problem: "fused expert tensors do not match the config".into(),
-                            });
-                        }
-                        (0..e_n)
-                            .map(|e| {
-                                let g0 = e * 2 * inter * h;
-                                Mlp {
-                                    gate_up: super::hold_linear(
-                                        b,
-                                        opts,
-                                        2 * inter,
-                                        h,
-                                        gu[g0..g0 + 2 * inter * h].to_vec(),
-                                    ),
-                                    down: super::hold_linear(
-                                        b,
-                                        opts,
-                                        h,
-                                        inter,
-                                        dn[e * h * inter..(e + 1) * h * inter].to_vec(),
-                                    ),
-                                }
-                            })
-                            .collect()
-                    } else {
-                        (0..e_n)
-                            .map(|e| dense(&format!("{p}mlp.experts.{e}.")))
-                            .collect::<Result<Vec<_>, _>>()?
-                    };
-                    let shared = if moe.shared_expert_intermediate_size > 0 {
-                        Some((
-                            dense(&format!("{p}mlp.shared_expert."))?,
-                            lin(&format!("{p}mlp.shared_expert_gate.weight"))?,
-                        ))
-                    } else {
-                        None
-                    };
-                    Ffn::Moe {
-                        router: lin(&format!("{p}mlp.gate.weight"))?,
-                        experts,
-                        top_k: moe.num_experts_per_tok,
-                        renormalize: c.architecture == Architecture::Qwen35Moe
-                            || moe.norm_topk_prob,
-                        shared,
-                    }
-                }
-                _ => Ffn::Dense(dense(&format!("{p}mlp."))?),
-            };
-            Ok(Layer {
-                input_norm: vec(&format!("{p}input_layernorm.weight"))?,
-                mixer,
-                post_norm: vec(&format!("{p}post_attention_layernorm.weight"))?,
-                ffn,
-            })
-        };
         let is_moe = |i: usize| {
             c.moe.as_ref().is_some_and(|moe| {
                 !moe.mlp_only_layers.contains(&i)
