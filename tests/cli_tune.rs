@@ -218,6 +218,26 @@ fn the_search_skips_wrong_profiles_and_takes_the_matching_one() {
         stdout.contains("uses tuning profile tuning/ci-test-gpu.toml (1 route)"),
         "{stdout}"
     );
+
+    // A matching profile in the cache's tuning/ (where `ninfer tune` writes) is taken
+    // before ./tuning's, which stands for the committed ones.
+    let cache = work.path().join("cache");
+    std::fs::create_dir_all(cache.join("tuning")).unwrap();
+    write_profile(
+        &device(&templates()),
+        &cache.join("tuning/ci-test-gpu.toml"),
+    );
+    let out = check(work.path(), &[("NINFER_CACHE_DIR", cache.as_path())], None);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let taken = cache.join("tuning/ci-test-gpu.toml");
+    assert!(
+        stdout.contains(&format!(
+            "uses tuning profile {} (1 route)",
+            taken.display()
+        )),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -831,7 +831,34 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
         failed.len(),
         out.display()
     );
+    if let Some(first) = shadowing_profile(&fp, &out) {
+        eprintln!(
+            "note: the engine will take {} first (it also matches this device and is found \
+             earlier in {}); run with --profile {} or remove the other",
+            first.display(),
+            search_dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            out.display()
+        );
+    }
     Ok(())
+}
+
+/// The profile the engine's search would take on this device instead of `written`, where one
+/// is found first (`None`: it takes `written`, or `written` lies outside the search).
+fn shadowing_profile(fp: &Fingerprint, written: &Path) -> Option<PathBuf> {
+    let dirs = search_dirs();
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let dir = written.parent().map(canon)?;
+    if !dirs.iter().any(|d| canon(d) == dir) {
+        return None;
+    }
+    let resolved = resolve(fp, &ProfileRequest::Search, &dirs);
+    let origin = resolved.table.origin()?;
+    (canon(origin) != canon(written)).then(|| origin.to_path_buf())
 }
 
 /// A usage error where `path` holds a pinned profile (`pinned = true`): it is never re-tuned.

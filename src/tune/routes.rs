@@ -2,10 +2,11 @@
 //! resolved against this build's candidates, or nothing (the built-in heuristics).
 //!
 //! Which profile: `--profile PATH` alone when given; none with `--no-profile`; otherwise the
-//! first profile whose fingerprint matches in, in order, `$NINFER_PROFILE_DIR`, `tuning/` in
-//! the current folder, the `tuning/` folder of the source tree the binary was built from, and
-//! `<cache>/tuning` (`$NINFER_CACHE_DIR`, else the user's cache folder `ninfer`). See
-//! `tuning/README.md`.
+//! first profile whose fingerprint matches in, in order, `$NINFER_PROFILE_DIR`,
+//! `<cache>/tuning` (`$NINFER_CACHE_DIR`, else the user's cache folder `ninfer`: where `ninfer
+//! tune` writes, so a profile measured on this machine comes before any shipped one),
+//! `tuning/` in the current folder, and the `tuning/` folder of the source tree the binary
+//! was built from (the committed profiles). See `tuning/README.md`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -282,11 +283,12 @@ pub fn search_dirs() -> Vec<PathBuf> {
     if let Some(d) = std::env::var_os("NINFER_PROFILE_DIR").filter(|d| !d.is_empty()) {
         v.push(PathBuf::from(d));
     }
-    v.push(PathBuf::from("tuning"));
-    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning"));
+    // Where `ninfer tune` writes by default: this machine's own measurements first.
     if let Ok(c) = crate::model::default_model::cache_dir() {
         v.push(c.join("tuning"));
     }
+    v.push(PathBuf::from("tuning"));
+    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning"));
     let mut seen: Vec<PathBuf> = Vec::new();
     v.retain(|d| {
         let id = d.canonicalize().unwrap_or_else(|_| d.clone());
@@ -423,6 +425,25 @@ mod tests {
             times_us: vec![1.0, 2.0],
             sources: None,
         }
+    }
+
+    /// A profile `ninfer tune` wrote on this machine (the cache) is found before the source
+    /// tree's committed ones, so a fresh tuning of a card is not shadowed by a shipped
+    /// profile of the same device.
+    #[test]
+    fn this_machines_profiles_come_before_the_shipped_ones() {
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let dirs: Vec<PathBuf> = search_dirs().iter().map(|d| canon(d)).collect();
+        let cache = canon(
+            &crate::model::default_model::cache_dir()
+                .unwrap()
+                .join("tuning"),
+        );
+        let shipped = canon(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning"));
+        let at = |d: &PathBuf| dirs.iter().position(|x| x == d);
+        let (c, s) = (at(&cache), at(&shipped));
+        assert!(c.is_some() && s.is_some(), "{dirs:?}");
+        assert!(c < s, "the cache's tuning/ first: {dirs:?}");
     }
 
     #[test]
