@@ -6,10 +6,13 @@
 # (NINFER_TUNE_WEIGHT_COPIES=1); then the warm tune's t8 picks merged into the full profile
 # and SmolLM2's decode with it, with the no-t8 profile and with the heuristics, alternating.
 # Outputs under $OUT: warm-*.jsonl/.txt, warm.toml, smol-warm.txt, summary.txt.
+# BUILD (default w56): the staged folder .gpu/BUILD whose binary runs (any build from
+# ef8331b on has NINFER_TUNE_WEIGHT_COPIES, e.g. bench/gdn run 55's r55).
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-200}
 source scripts/gpu/job-lib.sh
-job_init w56 "(bench/tune h100-run1 part 4: the t8 keys warm and cold)"
+BUILD=${BUILD:-w56}
+job_init $BUILD "(bench/tune h100-run1 part 4: the t8 keys warm and cold)"
 T="--synthetic smollm2-135m --weights q4_g64 --tokens 8 --family linear_exact"
 for r in 1 2; do for c in rot warm; do
     t "tune $c $r"
