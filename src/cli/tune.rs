@@ -831,13 +831,13 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
         failed.len(),
         out.display()
     );
-    if let Some(first) = shadowing_profile(&fp, &out) {
+    let dirs = search_dirs();
+    if let Some(first) = shadowing_profile(&fp, &out, &dirs) {
         eprintln!(
             "note: the engine will take {} first (it also matches this device and is found \
              earlier in {}); run with --profile {} or remove the other",
             first.display(),
-            search_dirs()
-                .iter()
+            dirs.iter()
                 .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -847,16 +847,15 @@ fn tune(args: &TuneRunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The profile the engine's search would take on this device instead of `written`, where one
-/// is found first (`None`: it takes `written`, or `written` lies outside the search).
-fn shadowing_profile(fp: &Fingerprint, written: &Path) -> Option<PathBuf> {
-    let dirs = search_dirs();
+/// The profile the engine's search of `dirs` would take on this device instead of `written`,
+/// where one is found first (`None`: it takes `written`, or `written` lies outside them).
+fn shadowing_profile(fp: &Fingerprint, written: &Path, dirs: &[PathBuf]) -> Option<PathBuf> {
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let dir = written.parent().map(canon)?;
     if !dirs.iter().any(|d| canon(d) == dir) {
         return None;
     }
-    let resolved = resolve(fp, &ProfileRequest::Search, &dirs);
+    let resolved = resolve(fp, &ProfileRequest::Search, dirs);
     let origin = resolved.table.origin()?;
     (canon(origin) != canon(written)).then(|| origin.to_path_buf())
 }

@@ -33,6 +33,11 @@ pub fn env_switch(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
+/// The environment setting `name` as a number, where it is set to one.
+pub fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
 /// Whether a device of this compute capability can launch programmatically.
 pub fn pdl_supported(compute_capability: (u32, u32)) -> bool {
     compute_capability.0 >= 9

@@ -19,7 +19,8 @@ pub use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, Push
 pub use device::{list_devices, DeviceProps, Gpu};
 pub use graph::Graph;
 pub use launch::{
-    env_switch, pdl_disabled_by_env, pdl_supported, Kernel, KernelArg, Launch, NO_PDL_ENV,
+    env_switch, env_usize, pdl_disabled_by_env, pdl_supported, Kernel, KernelArg, Launch,
+    NO_PDL_ENV,
 };
 pub use timing::EventTimer;
 

@@ -193,9 +193,7 @@ pub fn rotation_sets(l2_bytes: u64, bytes: usize) -> usize {
 fn weight_copies(l2_bytes: u64, bytes: usize) -> usize {
     static COPIES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     let forced = COPIES.get_or_init(|| {
-        std::env::var("NINFER_TUNE_WEIGHT_COPIES")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
+        crate::gpu::env_usize("NINFER_TUNE_WEIGHT_COPIES")
             .filter(|&c| c > 0)
             .map(|c| c.min(MAX_SETS))
     });

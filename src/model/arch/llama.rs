@@ -73,11 +73,7 @@ impl<B: Backend> Llama<B> {
             Ok(super::hold_linear(b, opts, v.len() / cols.max(1), cols, v))
         };
         // Weights stacked by rows into one layer (same K): one launch instead of several.
-        let stacked = |names: &[String]| -> Result<B::Linear, ArchError> {
-            let (data, cols) = super::stacked_f32(w, names, None)?;
-            let cols = cols.max(1);
-            Ok(super::hold_linear(b, opts, data.len() / cols, cols, data))
-        };
+        let stacked = |names: &[String]| super::hold_stacked(b, opts, w, names, None);
         let vec = |name: &str| -> Result<B::Vector, ArchError> {
             Ok(b.vector_from_f32(tensor_f32(w, name)?.1))
         };

@@ -306,8 +306,9 @@ pub fn nll_chunked<B: Backend, M: CausalLm<B> + ?Sized>(
 /// Tensors `names`, each `[.., cols]` (`cols`: as given, else the first tensor's), stacked
 /// by rows into one row-major buffer, with its `cols` (the weights one launch serves: q/k/v,
 /// gate/up, the GDN in-projection). Synthetic tensors are made straight into their rows;
-/// others are decoded and copied in, in parallel (stacking by a serial copy took ~0.9 s of
-/// each 27B layer's load on 2 cores, more than making the values).
+/// others are decoded and copied in, in parallel (the 27B's gate/up stack: 774 ms made apart
+/// and copied by one thread, 401 ms made in place, on 2 cores:
+/// `examples/bench_synthetic_encode`).
 pub fn stacked_f32(
     weights: &Weights,
     names: &[String],
@@ -351,6 +352,20 @@ pub fn stacked_f32(
     }
     let data = concat_par(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
     Ok((data, cols.unwrap_or(1)))
+}
+
+/// The tensors `names` stacked by rows ([`stacked_f32`]) and held as one weight
+/// ([`hold_linear`]): the layers one launch serves.
+pub fn hold_stacked<B: Backend>(
+    b: &B,
+    opts: &PrecisionOptions,
+    weights: &Weights,
+    names: &[String],
+    cols: Option<usize>,
+) -> Result<B::Linear, ArchError> {
+    let (data, cols) = stacked_f32(weights, names, cols)?;
+    let cols = cols.max(1);
+    Ok(hold_linear(b, opts, data.len() / cols, cols, data))
 }
 
 /// `parts` end to end in one new buffer, copied in parallel (a big weight's copy on one

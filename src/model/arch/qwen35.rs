@@ -9,7 +9,7 @@ use super::{
 };
 use crate::engine::backend::{AttnShape, Backend, QkNorms, Rope, RopeStyle};
 use crate::model::precision::PrecisionOptions;
-use crate::model::{Architecture, ModelConfig, ModelFiles, Weights};
+use crate::model::{Architecture, ModelConfig, ModelFiles};
 use crate::ops::gdn::{GdnDims, StateType};
 use crate::ops::rmsnorm::NormWeight;
 
@@ -109,25 +109,6 @@ fn stack_rows<B: Backend>(
     }
     let data = super::concat_par(&parts.iter().map(|(_, v)| v.as_slice()).collect::<Vec<_>>());
     Ok(super::hold_linear(b, opts, data.len() / cols, cols, data))
-}
-
-/// The tensors `names` of `w` stacked by rows ([`super::stacked_f32`]: synthetic ones made
-/// in place) and held as one weight of `cols` columns.
-fn stack_named<B: Backend>(
-    b: &B,
-    opts: &PrecisionOptions,
-    w: &Weights,
-    cols: usize,
-    names: &[String],
-) -> Result<B::Linear, ArchError> {
-    let (data, cols) = super::stacked_f32(w, names, Some(cols))?;
-    Ok(super::hold_linear(
-        b,
-        opts,
-        data.len() / cols.max(1),
-        cols,
-        data,
-    ))
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -270,7 +251,7 @@ impl<B: Backend> Qwen35<B> {
                     let a = format!("{p}self_attn.");
                     let qkv = ["q", "k", "v"].map(|n| format!("{a}{n}_proj.weight"));
                     Mixer::Attention {
-                        wqkv: stack_named(b, opts, w, c.hidden_size, &qkv)?,
+                        wqkv: super::hold_stacked(b, opts, w, &qkv, Some(c.hidden_size))?,
                         o_proj: lin(&format!("{a}o_proj.weight"))?,
                         q_norm: vec(&format!("{a}q_norm.weight"))?,
                         k_norm: vec(&format!("{a}k_norm.weight"))?,
@@ -292,7 +273,7 @@ impl<B: Backend> Qwen35<B> {
                         let parts = in_names.into_iter().zip([qkv, z, bw, aw]).collect();
                         stack_rows(b, opts, c.hidden_size, parts)?
                     } else {
-                        stack_named(b, opts, w, c.hidden_size, &in_names)?
+                        super::hold_stacked(b, opts, w, &in_names, Some(c.hidden_size))?
                     };
                     Mixer::Gdn {
                         in_proj,
@@ -310,7 +291,7 @@ impl<B: Backend> Qwen35<B> {
                 let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
                     let gate_up = ["gate", "up"].map(|n| format!("{q}{n}_proj.weight"));
                     Ok(Mlp {
-                        gate_up: stack_named(b, opts, w, c.hidden_size, &gate_up)?,
+                        gate_up: super::hold_stacked(b, opts, w, &gate_up, Some(c.hidden_size))?,
                         down: lin(&format!("{q}down_proj.weight"))?,
                     })
                 };

@@ -341,11 +341,7 @@ pub fn gates_in_enabled() -> bool {
 /// without the option). Unset: each tile's own ([`Tile::prefetch_percent`]).
 fn prefetch_env() -> Option<usize> {
     static PCT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *PCT.get_or_init(|| {
-        std::env::var("NINFER_GDN_PREFETCH")
-            .ok()
-            .and_then(|v| v.parse().ok())
-    })
+    *PCT.get_or_init(|| crate::gpu::env_usize("NINFER_GDN_PREFETCH"))
 }
 
 /// The gates-in split tiles' prefetch distance, percent of the resident blocks. bench/gdn
