@@ -362,7 +362,9 @@ pub fn with_conv_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<Exac
 /// Otherwise the step's first launch runs the conv. Measured on an H100 (bench/gdn runs
 /// 52-53, synthetic 27B, 8 lanes, exact mode): the epilogue made the step 866 us longer
 /// while it forced one K-range, and still 419 us longer with the K-ranges kept (13,634.5
-/// against 13,218.6 us with the conv launch), for a reason not yet found.
+/// against 13,218.6 us with the conv launch). Run 55 located it under ncu: the split-K
+/// sum with the conv (`splitk_sum.cu`, epilogue "conv") takes 17.2 us a launch against
+/// 5.8 without it, more than the 3.6 us conv launch it saves.
 pub fn conv_epilogue_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     super::linear_exact::switch_opt_in(&ON, "NINFER_GDN_CONV_EPILOGUE")
