@@ -23,6 +23,7 @@ job_init r55 "(bench/gdn run 56: the conv split-K sum)"
 O56=/tmp/r56-out; rm -rf $O56; mkdir -p $O56; cp $O/context.txt $O56/
 F=mma_q4_g64_conv_t8_w16_u8_rmsnorm1p,mma_q4_g64_plain_t8_w16_u8_rmsnorm1p
 M=gpu__time_duration.sum
+snap() { tar czf $OUT/r56.tgz -C /tmp r56-out; }  # what is done so far, should the call be cut
 with() {  # with VARIANT CMD...: CMD with the variant's templates (base: main's)
     local v=$1; shift
     if [ $v = base ]; then "$@"; else NINFER_TEMPLATES=$PWD/.gpu/r56/$v/templates "$@"; fi
@@ -35,6 +36,7 @@ for v in base hoist nostore nowin; do
     ncu --import $O56/time-$v.ncu-rep --csv --page raw --print-units base --metrics $M \
         > $O56/time-$v.csv 2> /dev/null
     rm -f $O56/time-$v.ncu-rep
+    snap
 done
 t "full set"
 timeout $(left 90) ncu --clock-control none -k 'regex:splitk_sum_(conv|plain)_rms' -c 6 --set full \
@@ -42,6 +44,8 @@ timeout $(left 90) ncu --clock-control none -k 'regex:splitk_sum_(conv|plain)_rm
 echo "rc=$?" >> $O56/full.log
 ncu --import $O56/full.ncu-rep --page details > $O56/details.txt 2>&1
 ncu --import $O56/full.ncu-rep --page source --print-source sass --csv 2> /dev/null | gzip > $O56/sass.csv.gz
+rm -f $O56/full.ncu-rep
+snap
 export NINFER_GDN_GATES_IN=1
 BM="bench model --synthetic qwen3.6-27b --weights q4_g64 --lanes 8 --prompt 16 --warmup 0 --no-profile --decode-tokens 64"
 for m in launch:base:0 epilogue:base:1 epilogue:hoist:1; do
@@ -49,9 +53,10 @@ for m in launch:base:0 epilogue:base:1 epilogue:hoist:1; do
     [ $(left 999) -lt 50 ] && break
     t "27B $mode $v"
     NINFER_GDN_CONV_EPILOGUE=$e with $v timeout $(left 90) $B $BM > $O56/e2e-$mode-$v.txt 2>&1
+    snap
 done
 python3 bench/gdn/run56/table.py $O56 > $O56/table.txt 2>&1
-tar czf $OUT/r56.tgz -C /tmp r56-out
+snap
 {
 echo "===== summary"; cat $O56/context.txt
 for v in base hoist nostore nowin; do echo "qualify $v: $(grep -E '^[0-9]+ checks' $O56/qualify-$v.txt) $(tail -1 $O56/qualify-$v.txt)"; done
