@@ -362,9 +362,12 @@ pub fn with_conv_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<Exac
 /// Otherwise the step's first launch runs the conv. Measured on an H100 (bench/gdn runs
 /// 52-53, synthetic 27B, 8 lanes, exact mode): the epilogue made the step 866 us longer
 /// while it forced one K-range, and still 419 us longer with the K-ranges kept (13,634.5
-/// against 13,218.6 us with the conv launch). Run 55 located it under ncu: the split-K
-/// sum with the conv (`splitk_sum.cu`, epilogue "conv") takes 17.2 us a launch against
-/// 5.8 without it, more than the 3.6 us conv launch it saves.
+/// against 13,218.6 us with the conv launch). Runs 55-56 located it in the split-K sum with
+/// the conv (`splitk_sum.cu`, epilogue "conv": 16.7 us a launch, the window loaded late), and
+/// with the window loaded before the PDL wait (6.4 us) the epilogue is 65 us a step faster
+/// than the conv launch there. Still opt-in: not measured in the bf16 mode nor on an H200,
+/// and the GEMV's own conv epilogue (one K-range, or its last blocks adding) still loads
+/// the window late.
 pub fn conv_epilogue_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     super::linear_exact::switch_opt_in(&ON, "NINFER_GDN_CONV_EPILOGUE")
