@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""bench/gdn run 57: `table.py DIR`: the qualify launches' median us by kernel and grid
+(qualify-times.csv, ncu raw export), then the 27B decode lines (e2e.txt) with the mean
+step per setting."""
+import csv
+import os
+import re
+import statistics
+import sys
+
+d = sys.argv[1]
+p = os.path.join(d, "qualify-times.csv")
+if os.path.exists(p):
+    by = {}
+    for r in list(csv.DictReader(open(p)))[1:]:
+        try:
+            us = float(r["gpu__time_duration.sum"].replace(",", "")) / 1e3
+        except (KeyError, ValueError):
+            continue
+        by.setdefault((r["Kernel Name"].replace("linear_exact_", ""), r["Grid Size"].split(",")[0].strip("(")), []).append(us)
+    print(f"{'kernel':<44} {'grid':>6} {'n':>3} {'median us':>10}")
+    for (k, g), xs in sorted(by.items()):
+        print(f"{k:<44} {g:>6} {len(xs):>3} {statistics.median(xs):>10.2f}")
+p = os.path.join(d, "e2e.txt")
+if os.path.exists(p):
+    steps = {}
+    for line in open(p):
+        print(line.rstrip())
+        m = re.match(r"(\w+ epilogue=\d): decode\s+8\s+\d+\s+\d+\s+[\d.]+\s+([\d.]+)", line)
+        if m:
+            steps.setdefault(m.group(1), []).append(float(m.group(2)))
+    for k, v in sorted(steps.items()):
+        print(f"{k}: mean step {statistics.mean(v):.1f} us over {len(v)}")
