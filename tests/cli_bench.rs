@@ -171,6 +171,19 @@ fn bad_inputs_are_refused_with_a_sentence() {
             "cannot be used with",
         ),
         (
+            &["--synthetic", "smollm2-135m", "--conv-epilogue-ab"],
+            "--conv-epilogue-ab compares two forms of the GPU engine's GDN step",
+        ),
+        (
+            &[
+                "--synthetic",
+                "smollm2-135m",
+                "--conv-epilogue-ab",
+                "--profile-ab",
+            ],
+            "cannot be used with",
+        ),
+        (
             &[
                 "--synthetic",
                 "smollm2-135m",

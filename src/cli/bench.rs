@@ -37,6 +37,8 @@ pub const MAX_LANES: usize = 8;
 
 const PROFILE_AB_ON_CPU: &str =
     "--profile-ab compares the GPU engine's tuned routes with its heuristics, so it needs the GPU engine; drop it to run on the cpu, or use --device cuda on a machine with an NVIDIA GPU";
+const CONV_EPILOGUE_AB_ON_CPU: &str =
+    "--conv-epilogue-ab compares two forms of the GPU engine's GDN step, so it needs the GPU engine; drop it to run on the cpu, or use --device cuda on a machine with an NVIDIA GPU";
 const PROFILE_AB_NO_PROFILE: &str =
     "--profile-ab needs a tuning profile for this GPU and build, and none applies (the notice above says why; `ninfer tune check` tells more, `ninfer tune` makes one, --profile PATH names one)";
 
@@ -113,6 +115,13 @@ pub struct ModelBenchArgs {
     /// --no-profile; each row says which), so that drift shows beside the difference.
     #[arg(long, conflicts_with = "no_profile")]
     pub profile_ab: bool,
+    /// GPU only: time every decode row four times over one load, alternating the lanes' GDN
+    /// step with the causal conv in its own launch and in the in-projection's epilogue
+    /// (NINFER_GDN_CONV_EPILOGUE=0, =1, =0, =1; each row says which). The epilogue applies
+    /// at 5-8 lanes where the step takes the gates-in tile (a profile naming it, or
+    /// NINFER_GDN_GATES_IN=1); elsewhere both passes run the same step.
+    #[arg(long, conflicts_with = "profile_ab")]
+    pub conv_epilogue_ab: bool,
     /// Write one JSON record per measurement (one per line) to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -455,6 +464,9 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
         Chosen::Cpu(_) if args.profile_ab => {
             return Err(CliError::usage(PROFILE_AB_ON_CPU));
         }
+        Chosen::Cpu(_) if args.conv_epilogue_ab => {
+            return Err(CliError::usage(CONV_EPILOGUE_AB_ON_CPU));
+        }
         Chosen::Cpu(b) => bench_on(b, &mut files, &precision, &plan, &[], &[])?,
         Chosen::Cuda(b) => {
             let off = || {
@@ -473,15 +485,25 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
             }
             let with_profile = || b.set_routes(tuned.clone());
             let without = || b.set_routes(heuristics.clone());
-            let decode_variants: Vec<model_bench::Variant<'_>> = match args.profile_ab {
-                true => vec![
-                    ("", &with_profile),
-                    ("--no-profile", &without),
-                    ("", &with_profile),
-                    ("--no-profile", &without),
-                ],
-                false => Vec::new(),
-            };
+            let conv_default = b.conv_epilogue();
+            let conv_launch = || b.set_conv_epilogue(false);
+            let conv_epilogue = || b.set_conv_epilogue(true);
+            let decode_variants: Vec<model_bench::Variant<'_>> =
+                match (args.profile_ab, args.conv_epilogue_ab) {
+                    (true, _) => vec![
+                        ("", &with_profile),
+                        ("--no-profile", &without),
+                        ("", &with_profile),
+                        ("--no-profile", &without),
+                    ],
+                    (false, true) => vec![
+                        ("NINFER_GDN_CONV_EPILOGUE=0", &conv_launch),
+                        ("NINFER_GDN_CONV_EPILOGUE=1", &conv_epilogue),
+                        ("NINFER_GDN_CONV_EPILOGUE=0", &conv_launch),
+                        ("NINFER_GDN_CONV_EPILOGUE=1", &conv_epilogue),
+                    ],
+                    (false, false) => Vec::new(),
+                };
             let result = bench_on(
                 b,
                 &mut files,
@@ -491,6 +513,7 @@ fn model(args: &ModelBenchArgs) -> Result<(), CliError> {
                 &decode_variants,
             );
             b.set_routes(tuned.clone());
+            b.set_conv_epilogue(conv_default);
             result?
         }
     };

@@ -158,6 +158,10 @@ pub struct CudaBackend {
     lanes_warmed: Arc<Mutex<Vec<Vec<u64>>>>,
     /// Bumped whenever GDN states move into a slab (`gdn_epoch`).
     gdn_epoch: Arc<std::sync::atomic::AtomicU64>,
+    /// Whether the lanes' GDN in-projection runs the causal conv in its epilogue (from
+    /// `NINFER_GDN_CONV_EPILOGUE`; shared by the clones the model holds so that `bench model
+    /// --conv-epilogue-ab` can switch it).
+    conv_epilogue: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Where a lanes attention launch reads each lane's q, k and v (device addresses of lane
@@ -367,6 +371,9 @@ impl CudaBackend {
             arena: Arc::new(Mutex::new(None)),
             lanes_warmed: Arc::new(Mutex::new(Vec::new())),
             gdn_epoch: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            conv_epilogue: Arc::new(std::sync::atomic::AtomicBool::new(
+                crate::ops::linear_mma_exact::conv_epilogue_enabled(),
+            )),
         })
     }
 
@@ -392,6 +399,21 @@ impl CudaBackend {
     /// The route table in use.
     pub fn routes(&self) -> Arc<RouteTable> {
         self.routes.read().expect("route table lock").clone()
+    }
+
+    /// Whether the lanes' GDN in-projection runs the causal conv in its epilogue where it
+    /// can (the default from `NINFER_GDN_CONV_EPILOGUE`), for this backend and every clone
+    /// of it. As with [`Self::set_routes`], steps captured before keep their form: switch
+    /// between sequences.
+    pub fn set_conv_epilogue(&self, on: bool) {
+        self.conv_epilogue
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the conv epilogue is on ([`Self::set_conv_epilogue`]).
+    pub fn conv_epilogue(&self) -> bool {
+        self.conv_epilogue
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Starts capturing a step: its activations come from `arena` (grown to the size the
@@ -1076,14 +1098,12 @@ impl CudaBackend {
         states: &mut [&mut CudaGdnState],
         widths: [usize; 4],
     ) -> Option<(CudaAct, RecurrentRoute, Arc<Mutex<gdn::GdnState>>)> {
-        use crate::ops::linear_mma_exact::{
-            conv_epilogue_enabled, with_conv_epilogue, CONV_KC, CONV_TT,
-        };
+        use crate::ops::linear_mma_exact::{with_conv_epilogue, CONV_KC, CONV_TT};
         let d = w.0.dims;
         let n = x.rows;
         let (big_n, k) = (in_proj.layout.n, in_proj.layout.k);
         let dense = widths == [d.conv_dim(), d.value_dim(), d.hv, d.hv];
-        if !conv_epilogue_enabled()
+        if !self.conv_epilogue()
             || !dense
             || !(5..=CONV_TT as usize).contains(&n)
             || states.len() != n
