@@ -11,8 +11,9 @@
 #     the window late, beside the plain GEMV on the same cases;
 #  3. the synthetic 27B q4_g64 at 8 lanes with the installed profile (gates-in by the
 #     profile on an H100; NINFER_GDN_GATES_IN=1 elsewhere), bf16 activations: the conv
-#     launch and the conv epilogue alternating, two rounds;
-#  4. the same in exact mode, one round.
+#     launch and the conv epilogue alternated twice over one load (`bench model
+#     --conv-epilogue-ab`, its first GPU run; one process a setting if it fails);
+#  4. the same in exact mode.
 # Outputs: $OUT/r57.tgz, summary.txt.
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-330}
@@ -38,13 +39,24 @@ ncu --import $O/qualify.ncu-rep --csv --page raw --print-units base --metrics gp
 rm -f $O/qualify.ncu-rep
 snap
 BM="bench model --synthetic qwen3.6-27b --weights q4_g64 --lanes 8 --prompt 16 --warmup 0 --decode-tokens 64"
-for m in bf16:0 bf16:1 bf16:0 bf16:1 exact:0 exact:1; do
-    IFS=: read act e <<< "$m"
-    [ $(left 999) -lt 45 ] && break
-    t "27B $act epilogue=$e"
-    NINFER_GDN_CONV_EPILOGUE=$e timeout $(left 90) $B $BM --activations $act 2>&1 \
-        | grep -E "^(routes|loaded|decode +8)" | sed "s/^/$act epilogue=$e: /" >> $O/e2e.txt
+# One load a mode with --conv-epilogue-ab (launch, epilogue, launch, epilogue); should the
+# switch fail on its first GPU run, the bf16 mode falls back to one process a setting.
+for act in bf16 exact; do
+    [ $(left 999) -lt 50 ] && break
+    t "27B $act --conv-epilogue-ab"
+    timeout $(left 120) $B $BM --activations $act --conv-epilogue-ab > $O/ab-$act.txt 2>&1
+    echo "rc=$?" >> $O/ab-$act.txt
+    grep -E "^decode +8" $O/ab-$act.txt | sed "s/^/$act /" >> $O/e2e.txt
     snap
+    if [ $act = bf16 ] && ! grep -q "^rc=0" $O/ab-$act.txt; then
+        for e in 0 1; do
+            [ $(left 999) -lt 45 ] && break
+            t "27B $act epilogue=$e (fallback)"
+            NINFER_GDN_CONV_EPILOGUE=$e timeout $(left 90) $B $BM --activations $act 2>&1 \
+                | grep -E "^decode +8" | sed "s/^/$act NINFER_GDN_CONV_EPILOGUE=$e /" >> $O/e2e.txt
+            snap
+        done
+    fi
 done
 python3 bench/gdn/run57/table.py $O > $O/table.txt 2>&1
 snap

@@ -26,8 +26,9 @@ if os.path.exists(p):
     steps = {}
     for line in open(p):
         print(line.rstrip())
-        m = re.match(r"(\w+ epilogue=\d): decode\s+8\s+\d+\s+\d+\s+[\d.]+\s+([\d.]+)", line)
+        # "<mode> decode 8 tokens context tok/s step_us ... [variant]" (bench model's row)
+        m = re.match(r"(\w+) decode\s+8\s+\d+\s+\d+\s+[\d.]+\s+([\d.]+).*?(NINFER_GDN_CONV_EPILOGUE=\d)", line)
         if m:
-            steps.setdefault(m.group(1), []).append(float(m.group(2)))
+            steps.setdefault(f"{m.group(1)} {m.group(3)}", []).append(float(m.group(2)))
     for k, v in sorted(steps.items()):
         print(f"{k}: mean step {statistics.mean(v):.1f} us over {len(v)}")
