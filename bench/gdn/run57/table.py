@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""bench/gdn run 57: `table.py DIR`: the qualify launches' median us by kernel and grid
-(qualify-times.csv, ncu raw export), then the 27B decode lines (e2e.txt) with the mean
+"""bench/gdn run 57: `table.py DIR`: per template variant, the qualify launches' median us
+by kernel and grid (qualify-times-<variant>.csv, ncu raw exports), then the 27B decode lines (e2e.txt) with the mean
 step per setting."""
 import csv
 import os
@@ -9,8 +9,10 @@ import statistics
 import sys
 
 d = sys.argv[1]
-p = os.path.join(d, "qualify-times.csv")
-if os.path.exists(p):
+for v in ["main", "ldcg", "old-ldcg"]:
+    p = os.path.join(d, f"qualify-times-{v}.csv")
+    if not os.path.exists(p):
+        continue
     by = {}
     for r in list(csv.DictReader(open(p)))[1:]:
         try:
@@ -18,9 +20,9 @@ if os.path.exists(p):
         except (KeyError, ValueError):
             continue
         by.setdefault((r["Kernel Name"].replace("linear_exact_", ""), r["Grid Size"].split(",")[0].strip("(")), []).append(us)
-    print(f"{'kernel':<44} {'grid':>6} {'n':>3} {'median us':>10}")
+    print(f"{'variant':<9} {'kernel':<44} {'grid':>6} {'n':>3} {'median us':>10}")
     for (k, g), xs in sorted(by.items()):
-        print(f"{k:<44} {g:>6} {len(xs):>3} {statistics.median(xs):>10.2f}")
+        print(f"{v:<9} {k:<44} {g:>6} {len(xs):>3} {statistics.median(xs):>10.2f}")
 p = os.path.join(d, "e2e.txt")
 if os.path.exists(p):
     steps = {}
