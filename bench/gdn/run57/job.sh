@@ -60,7 +60,7 @@ for act in bf16 exact; do
             [ $(left 999) -lt 45 ] && break
             t "27B $act epilogue=$e (fallback)"
             NINFER_GDN_CONV_EPILOGUE=$e timeout $(left 90) $B $BM --activations $act 2>&1 \
-                | grep -E "^decode +8" | sed "s/^/$act NINFER_GDN_CONV_EPILOGUE=$e /" >> $O/e2e.txt
+                | grep -E "^decode +8" | sed "s/^/$act /; s/$/  NINFER_GDN_CONV_EPILOGUE=$e/" >> $O/e2e.txt
             snap
         done
     fi
