@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench/gdn run 59: `table.py DIR`: per template variant, the qualify launches in launch
+"""bench/gdn runs 59-60: `table.py DIR`: per template variant (those of VARIANTS whose
+qualify-times file DIR has), the qualify launches in launch
 order (qualify-times-<variant>.csv, ncu raw exports) as us by kernel and grid, the conv
 GEMV's launches beside the plain ones; then the 27B decode lines (e2e.txt) with the mean
 step per variant and setting."""
@@ -10,7 +11,7 @@ import statistics
 import sys
 
 d = sys.argv[1]
-VARIANTS = ["main", "pf", "hoist1", "nowin", "nostore"]
+VARIANTS = ["main", "before", "phase", "pf", "hoist1", "nowin", "nostore"]
 cols = {}
 for v in VARIANTS:
     p = os.path.join(d, f"qualify-times-{v}.csv")

@@ -59,7 +59,7 @@ compare exact
 compare bf16
 [ $(left 999) -gt 40 ] && qualify before
 ab before
-python3 bench/gdn/run60/table.py $O60 > $O60/table.txt 2>&1
+python3 bench/gdn/run59/table.py $O60 > $O60/table.txt 2>&1
 snap
 {
 echo "===== summary"; cat $O60/context.txt
