@@ -365,9 +365,11 @@ pub fn with_conv_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<Exac
 /// against 13,218.6 us with the conv launch). Runs 55-56 located it in the split-K sum with
 /// the conv (`splitk_sum.cu`, epilogue "conv": 16.7 us a launch, the window loaded late), and
 /// with the window loaded before the PDL wait (6.4 us) the epilogue is 65 us a step faster
-/// than the conv launch there. Still opt-in: not measured in the bf16 mode nor on an H200,
-/// and the GEMV's own conv epilogue (one K-range, or its last blocks adding) still loads
-/// the window late.
+/// than the conv launch there. Still opt-in: with the H100 profile it gains 47 us a step in
+/// exact mode but loses 801-817 in bf16 mode (bench/gdn run 57), where the in-projection
+/// runs at one K-range and the GEMV's own conv (`write_pass`) stores each window while
+/// its own load is still in flight (runs 58-59; the cure is `bench/gdn/run60/phase.patch`,
+/// not yet run). Not measured on an H200.
 pub fn conv_epilogue_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     super::linear_exact::switch_opt_in(&ON, "NINFER_GDN_CONV_EPILOGUE")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# bench/gdn run 60 (device job, carry [".gpu/r57", ".gpu/r60v"]; LIMIT s, default 300): the GEMV's
-# own conv epilogue in two phases (.gpu/r60v/phase/templates: the working tree's templates at
-# staging, `bash bench/gdn/run60/stage.sh`), every window loaded and used before a block
-# barrier, the stores after it; 476f311's templates (`before`) beside it, both through NINFER_TEMPLATES:
+# bench/gdn run 60 (device job, carry [".gpu/r60"]; LIMIT s, default 300): the GEMV's own conv
+# epilogue in two phases (`phase`: bench/gdn/run60/phase.patch on the staged revision's
+# templates, through NINFER_TEMPLATES; `bash bench/gdn/run60/stage.sh`), every window loaded
+# and used before a block barrier, the stores after it; the build's own templates
+# (`before`) beside it:
 #  (in the order: qualify phase, 27B phase, compares, qualify before, 27B before)
 #  1. `ninfer compare` of synthetic qwen3.6-mini at 8 lanes (its in-projection's K = 1024:
 #     one K-range, so the GEMV applies the conv: this path), exact and bf16, the epilogue on;
@@ -14,12 +15,12 @@
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-300}
 source scripts/gpu/job-lib.sh
-job_init r57 "(bench/gdn run 60: the GEMV's conv epilogue in two phases)"
+job_init r60 "(bench/gdn run 60: the GEMV's conv epilogue in two phases)"
 O60=/tmp/r60-out; rm -rf $O60; mkdir -p $O60; cp $O/context.txt $O60/
 snap() { tar czf $OUT/r60.tgz -C /tmp r60-out; }
-with() {  # with VARIANT CMD...: CMD with the variant's templates
+with() {  # with VARIANT CMD...: CMD with the variant's templates (before: the build's own)
     local v=$1; shift
-    NINFER_TEMPLATES=$PWD/.gpu/r60v/$v/templates "$@"
+    if [ $v = before ]; then "$@"; else NINFER_TEMPLATES=$PWD/.gpu/r60/$v/templates "$@"; fi
 }
 export NINFER_GDN_GATES_IN=1
 F=mma_q4_g64_conv_t8_w16_u8_rmsnorm1p,mma_q4_g64_plain_t8_w16_u8_rmsnorm1p

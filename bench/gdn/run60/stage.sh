@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# bench/gdn run 60 staging (here, repository root): a build into .gpu/r57 (any revision from
-# 476f311 on: the job names its templates), 476f311's templates into .gpu/r60v/before and
-# the working tree's into .gpu/r60v/phase.
-# The job: `bash bench/gdn/run60/job.sh` (carry [".gpu/r57", ".gpu/r60v"]).
+# bench/gdn run 60 staging (here, repository root): HEAD's build into .gpu/r60 (its templates are
+# `before`), and `phase` = HEAD's templates with bench/gdn/run60/phase.patch applied, in
+# .gpu/r60/phase/templates (with their kernels compiled for sm_90, kc-phase.txz).
+# The job: `bash bench/gdn/run60/job.sh` (carry [".gpu/r60"]).
 set -euo pipefail
 source "$(git rev-parse --show-toplevel)/scripts/gpu/stage-lib.sh"
-if [ ! -f .gpu/r57/ninfer.xz ]; then stage_init r57; stage_done; fi
-rm -rf .gpu/r60v && mkdir -p .gpu/r60v/phase .gpu/r60v/before
-cp -r templates .gpu/r60v/phase/templates
-git archive 476f311 templates | tar x -C .gpu/r60v/before
+stage_init r60
+stage_patched phase bench/gdn/run60/phase.patch
+stage_done
