@@ -5,12 +5,13 @@
 //! times, each the best of three, and the rayon thread count. Then the stacking the loader
 //! does for gate_up (gate and up of the tensor's layer, when it is an MLP projection): the
 //! parts made apart and stacked by a serial copy, against `stacked_f32` making them in
-//! place.
+//! place into a new buffer, and `stacked_f32_into` into a reused one (what a load's
+//! `LoadScratch` does).
 
 use std::time::{Duration, Instant};
 
 use ninfer::formats::{encode, format};
-use ninfer::model::arch::stacked_f32;
+use ninfer::model::arch::{stacked_f32, stacked_f32_into};
 use ninfer::model::synthetic::SyntheticWeights;
 use ninfer::model::Weights;
 
@@ -72,10 +73,17 @@ fn main() {
     let w = Weights::Synthetic(Box::new(weights));
     let ((in_place, _), made) = best_of_three(|| stacked_f32(&w, &parts, None).expect("stacks"));
     assert!(apart == in_place, "the same values either way");
+    let mut scratch = Vec::new();
+    stacked_f32_into(&w, &parts, None, &mut scratch).expect("stacks");
+    let (_, reused) =
+        best_of_three(|| stacked_f32_into(&w, &parts, None, &mut scratch).expect("stacks"));
+    assert!(scratch == in_place, "the same values in a reused buffer");
     println!(
-        "gate_up stacked [{}, {k}]: made apart and copied {:.1} ms, made in place {:.1} ms",
+        "gate_up stacked [{}, {k}]: made apart and copied {:.1} ms, made in place {:.1} ms, \
+         into a reused buffer {:.1} ms",
         in_place.len() / k,
         copied.as_secs_f64() * 1e3,
         made.as_secs_f64() * 1e3,
+        reused.as_secs_f64() * 1e3,
     );
 }

@@ -65,6 +65,22 @@ pub trait Backend: Clone + Send + Sync {
         data: Vec<f32>,
         format: &'static crate::formats::Format,
     ) -> Self::Linear;
+    /// [`Self::linear_from_f32_in`] in `format`, else [`Self::linear_from_f32`], from
+    /// borrowed values: a backend that encodes and uploads them (keeping none) takes them
+    /// without a copy, so that a model load can make every weight in one reused buffer
+    /// (`model::arch::LoadScratch`). The default copies them.
+    fn linear_from_f32_ref(
+        &self,
+        rows: usize,
+        cols: usize,
+        data: &[f32],
+        format: Option<&'static crate::formats::Format>,
+    ) -> Self::Linear {
+        match format {
+            Some(f) => self.linear_from_f32_in(rows, cols, data.to_vec(), f),
+            None => self.linear_from_f32(rows, cols, data.to_vec()),
+        }
+    }
     fn vector_from_f32(&self, data: Vec<f32>) -> Self::Vector;
     fn act_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> Self::Act;
     /// A cache for `layers` attention layers of shape `shape` (grows as tokens arrive).

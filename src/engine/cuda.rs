@@ -1702,7 +1702,7 @@ impl Backend for CudaBackend {
     }
 
     fn linear_from_f32(&self, rows: usize, cols: usize, data: Vec<f32>) -> DeviceWeight {
-        self.upload_weight(rows, cols, &data, self.opts.weights)
+        self.linear_from_f32_ref(rows, cols, &data, None)
     }
 
     fn linear_from_f32_in(
@@ -1712,13 +1712,27 @@ impl Backend for CudaBackend {
         data: Vec<f32>,
         format: &'static Format,
     ) -> DeviceWeight {
+        self.linear_from_f32_ref(rows, cols, &data, Some(format))
+    }
+
+    /// Encoded on the host and uploaded: the values are only read.
+    fn linear_from_f32_ref(
+        &self,
+        rows: usize,
+        cols: usize,
+        data: &[f32],
+        format: Option<&'static Format>,
+    ) -> DeviceWeight {
+        let Some(format) = format else {
+            return self.upload_weight(rows, cols, data, self.opts.weights);
+        };
         if !linear_exact::supports(format, cols) {
             tracing::warn!(
                 "a [{rows}, {cols}] weight cannot be held as {} on the GPU (rows of {cols}); it stays f32",
                 format.name
             );
         }
-        self.upload_weight(rows, cols, &data, format)
+        self.upload_weight(rows, cols, data, format)
     }
 
     fn vector_from_f32(&self, data: Vec<f32>) -> CudaSlice<f32> {

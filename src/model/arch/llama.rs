@@ -67,13 +67,11 @@ impl<B: Backend> Llama<B> {
         let w = &files.weights;
         check_options(c, opts)?;
         let gguf = matches!(w, Weights::Gguf(_));
-        let lin = |name: &str| -> Result<B::Linear, ArchError> {
-            let (shape, v) = tensor_f32(w, name)?;
-            let cols = *shape.last().unwrap_or(&1);
-            Ok(super::hold_linear(b, opts, v.len() / cols.max(1), cols, v))
-        };
+        // Every linear is made in this one buffer, its pages mapped once for the load.
+        let scratch = super::LoadScratch::default();
         // Weights stacked by rows into one layer (same K): one launch instead of several.
-        let stacked = |names: &[String]| super::hold_stacked(b, opts, w, names, None);
+        let stacked = |names: &[String]| super::hold_stacked(b, opts, w, names, None, &scratch);
+        let lin = |name: &str| stacked(&[name.to_string()]);
         let vec = |name: &str| -> Result<B::Vector, ArchError> {
             Ok(b.vector_from_f32(tensor_f32(w, name)?.1))
         };

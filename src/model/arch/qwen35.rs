@@ -228,11 +228,12 @@ impl<B: Backend> Qwen35<B> {
         let c = &files.config;
         let w = &files.weights;
         super::check_options(c, opts)?;
-        let lin = |name: &str| -> Result<B::Linear, ArchError> {
-            let (shape, v) = tensor_f32(w, name)?;
-            let cols = *shape.last().unwrap_or(&1);
-            Ok(super::hold_linear(b, opts, v.len() / cols.max(1), cols, v))
+        // Every linear is made in this one buffer, its pages mapped once for the load.
+        let scratch = super::LoadScratch::default();
+        let stacked = |names: &[String], cols: Option<usize>| {
+            super::hold_stacked(b, opts, w, names, cols, &scratch)
         };
+        let lin = |name: &str| stacked(&[name.to_string()], None);
         let raw = |name: &str| -> Result<Vec<f32>, ArchError> { Ok(tensor_f32(w, name)?.1) };
         let vec =
             |name: &str| -> Result<B::Vector, ArchError> { Ok(b.vector_from_f32(raw(name)?)) };
@@ -251,7 +252,7 @@ impl<B: Backend> Qwen35<B> {
                     let a = format!("{p}self_attn.");
                     let qkv = ["q", "k", "v"].map(|n| format!("{a}{n}_proj.weight"));
                     Mixer::Attention {
-                        wqkv: super::hold_stacked(b, opts, w, &qkv, Some(c.hidden_size))?,
+                        wqkv: stacked(&qkv, Some(c.hidden_size))?,
                         o_proj: lin(&format!("{a}o_proj.weight"))?,
                         q_norm: vec(&format!("{a}q_norm.weight"))?,
                         k_norm: vec(&format!("{a}k_norm.weight"))?,
@@ -273,7 +274,7 @@ impl<B: Backend> Qwen35<B> {
                         let parts = in_names.into_iter().zip([qkv, z, bw, aw]).collect();
                         stack_rows(b, opts, c.hidden_size, parts)?
                     } else {
-                        super::hold_stacked(b, opts, w, &in_names, Some(c.hidden_size))?
+                        stacked(&in_names, Some(c.hidden_size))?
                     };
                     Mixer::Gdn {
                         in_proj,
@@ -291,7 +292,7 @@ impl<B: Backend> Qwen35<B> {
                 let dense = |q: &str| -> Result<Mlp<B>, ArchError> {
                     let gate_up = ["gate", "up"].map(|n| format!("{q}{n}_proj.weight"));
                     Ok(Mlp {
-                        gate_up: super::hold_stacked(b, opts, w, &gate_up, Some(c.hidden_size))?,
+                        gate_up: stacked(&gate_up, Some(c.hidden_size))?,
                         down: lin(&format!("{q}down_proj.weight"))?,
                     })
                 };
