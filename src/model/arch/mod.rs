@@ -322,7 +322,7 @@ pub fn stacked_f32(
 /// [`stacked_f32`] into `data`, whose memory is reused: a buffer that already held a weight
 /// as large has its pages mapped, where a new one takes a page fault a 4 KiB page as it is
 /// first written (`examples/bench_synthetic_encode`, the 27B's gate_up stack on 2 cores:
-/// 854 ms into a new buffer, 406 ms into a reused one). Returns the stack's `cols`; `data`
+/// 557 ms into a new buffer, 208 ms into a reused one). Returns the stack's `cols`; `data`
 /// holds exactly the stack.
 pub fn stacked_f32_into(
     weights: &Weights,
