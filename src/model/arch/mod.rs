@@ -394,7 +394,12 @@ pub fn hold_stacked<B: Backend>(
 ) -> Result<B::Linear, ArchError> {
     let mut data = scratch.0.borrow_mut();
     let cols = stacked_f32_into(weights, names, cols, &mut data)?.max(1);
-    Ok(b.linear_from_f32_ref(data.len() / cols, cols, &data, held_format(opts, cols)))
+    Ok(hold_ref(b, opts, cols, &data))
+}
+
+/// [`hold_linear`] of borrowed rows of `cols` (a [`LoadScratch`]'s).
+fn hold_ref<B: Backend>(b: &B, opts: &PrecisionOptions, cols: usize, data: &[f32]) -> B::Linear {
+    b.linear_from_f32_ref(data.len() / cols, cols, data, held_format(opts, cols))
 }
 
 /// `parts` end to end in one new buffer, copied in parallel (a big weight's copy on one

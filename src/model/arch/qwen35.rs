@@ -88,12 +88,14 @@ fn norm_mlp_add<B: Backend>(
     b.norm_mlp_add(x, norm, eps, conv, &m.gate_up, &m.down);
 }
 
-/// Matrices of `cols` columns stacked by rows into one linear layer (`parts` in order).
+/// Matrices of `cols` columns stacked by rows into one linear layer (`parts` in order), in
+/// the load's buffer.
 fn stack_rows<B: Backend>(
     b: &B,
     opts: &PrecisionOptions,
     cols: usize,
     parts: Vec<(String, Vec<f32>)>,
+    scratch: &super::LoadScratch,
 ) -> Result<B::Linear, ArchError> {
     for (name, v) in &parts {
         if cols == 0 || !v.len().is_multiple_of(cols) {
@@ -107,8 +109,12 @@ fn stack_rows<B: Backend>(
             });
         }
     }
-    let data = super::concat_par(&parts.iter().map(|(_, v)| v.as_slice()).collect::<Vec<_>>());
-    Ok(super::hold_linear(b, opts, data.len() / cols, cols, data))
+    let mut data = scratch.0.borrow_mut();
+    super::concat_par_into(
+        &parts.iter().map(|(_, v)| v.as_slice()).collect::<Vec<_>>(),
+        &mut data,
+    );
+    Ok(super::hold_ref(b, opts, cols, &data))
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -272,7 +278,7 @@ impl<B: Backend> Qwen35<B> {
                             &raw(&format!("{la}in_proj_ba.weight"))?,
                         );
                         let parts = in_names.into_iter().zip([qkv, z, bw, aw]).collect();
-                        stack_rows(b, opts, c.hidden_size, parts)?
+                        stack_rows(b, opts, c.hidden_size, parts, &scratch)?
                     } else {
                         stacked(&in_names, Some(c.hidden_size))?
                     };
