@@ -402,15 +402,8 @@ fn hold_ref<B: Backend>(b: &B, opts: &PrecisionOptions, cols: usize, data: &[f32
     b.linear_from_f32_ref(data.len() / cols, cols, data, held_format(opts, cols))
 }
 
-/// `parts` end to end in one new buffer, copied in parallel (a big weight's copy on one
-/// thread is a load's bottleneck).
-pub fn concat_par(parts: &[&[f32]]) -> Vec<f32> {
-    let mut data = Vec::new();
-    concat_par_into(parts, &mut data);
-    data
-}
-
-/// [`concat_par`] into `data` (its memory reused; it holds exactly the parts after).
+/// `parts` end to end in `data` (its memory reused; it holds exactly the parts after),
+/// copied in parallel (a big weight's copy on one thread is a load's bottleneck).
 pub fn concat_par_into(parts: &[&[f32]], data: &mut Vec<f32>) {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 18;

@@ -320,22 +320,20 @@ impl<B: Backend> Qwen35<B> {
                             (0..e_n)
                                 .map(|e| {
                                     let g0 = e * 2 * inter * h;
+                                    // Each expert's rows held from the fused tensors
+                                    // as they are (borrowed, not copied).
                                     Mlp {
-                                        gate_up: super::hold_linear(
+                                        gate_up: super::hold_ref(
                                             b,
                                             opts,
-                                            2 * inter,
                                             h,
-                                            super::concat_par(&[&gu[g0..g0 + 2 * inter * h]]),
+                                            &gu[g0..g0 + 2 * inter * h],
                                         ),
-                                        down: super::hold_linear(
+                                        down: super::hold_ref(
                                             b,
                                             opts,
-                                            h,
                                             inter,
-                                            super::concat_par(&[
-                                                &dn[e * h * inter..(e + 1) * h * inter]
-                                            ]),
+                                            &dn[e * h * inter..(e + 1) * h * inter],
                                         ),
                                     }
                                 })
