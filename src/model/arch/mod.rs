@@ -397,7 +397,7 @@ pub fn hold_stacked<B: Backend>(
     Ok(hold_ref(b, opts, cols, &data))
 }
 
-/// [`hold_linear`] of borrowed rows of `cols` (a [`LoadScratch`]'s).
+/// [`hold_linear`] of borrowed rows of `cols` (a [`LoadScratch`]'s, or a tensor's own).
 fn hold_ref<B: Backend>(b: &B, opts: &PrecisionOptions, cols: usize, data: &[f32]) -> B::Linear {
     b.linear_from_f32_ref(data.len() / cols, cols, data, held_format(opts, cols))
 }
