@@ -5,11 +5,13 @@
 # fixture (real GGUF files through the loader: 1 lane, and 8 lanes), and on synthetic
 # qwen3.6-mini and SmolLM2 at q4_g64 (1 and 8 lanes); then the synthetic 27B's load time
 # (q4_g64, one prompt and four decode steps at one lane), which was 27.6-34.6 s before.
-# Outputs: $OUT/e15.tgz, summary.txt.
+# Outputs: $OUT/e15.tgz, summary-e15.txt (so that it can follow run 60 in one call).
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-200}
 source scripts/gpu/job-lib.sh
 job_init r60 "(bench/engine run 15: the loader's reused buffer)"
+# Its own output folder: run 60's job, run before it in the same call, uses /tmp/r60-out.
+O=/tmp/e15-out; rm -rf $O; mkdir -p $O; cp /tmp/r60-out/context.txt $O/
 crc=0
 cmp() {
   echo "\$ ninfer compare $*" >> $O/compare.txt
@@ -24,7 +26,7 @@ timeout $(left 120) $B bench model --synthetic qwen3.6-27b --weights q4_g64 --la
   --warmup 0 --decode-tokens 4 --json $O/load27b.jsonl > $O/load27b.txt 2>&1
 echo "rc=$?" >> $O/load27b.txt
 t "27B load"
-tar czf $OUT/e15.tgz -C /tmp r60-out
+tar czf $OUT/e15.tgz -C /tmp e15-out
 {
 echo "===== summary"
 cat $O/context.txt
@@ -32,4 +34,4 @@ grep -E 'PASS|FAIL' $O/compare.txt | sed -e 's/^.*fixtures\/tiny\///' | cut -c1-
 echo "compare exit $crc"
 grep -E 'loaded in|^decode|rc=' $O/load27b.txt | cut -c1-160
 t done
-} | tee $OUT/summary.txt
+} | tee $OUT/summary-e15.txt
