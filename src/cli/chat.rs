@@ -9,11 +9,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use super::precision::PrecisionArgs;
-use super::run::{choose_backend, Chosen, Device, GpuArgs, SamplingArgs};
+use super::run::{choose_backend, generate_streamed, Chosen, Device, GpuArgs, SamplingArgs};
 use super::CliError;
-use crate::engine::generate::{
-    generate_chunked, GenerateOptions, Sampling, StopReason, TextStream,
-};
+use crate::engine::generate::{GenerateOptions, Sampling, StopReason};
 use crate::engine::Backend;
 use crate::model::arch::{self, CausalLm};
 use crate::model::precision::PrecisionOptions;
@@ -118,32 +116,16 @@ fn chat_on<B: Backend>(
             },
             stop_ids: files.tokenizer.stop_ids().to_vec(),
         };
-        let mut stream = TextStream::new(&files.tokenizer, true);
-        let mut reply = String::new();
-        let mut failure = None;
-        let chunk = precision.prefill_chunk;
-        let generation = generate_chunked(&model, &mut state, new, &opts, chunk, |id| match stream
-            .push(id)
-        {
-            Ok(piece) => {
-                reply.push_str(&piece);
-                let _ = out.write_all(piece.as_bytes());
-                let _ = out.flush();
-                true
-            }
-            Err(e) => {
-                failure = Some(e.to_string());
-                false
-            }
-        });
-        if let Some(e) = failure {
-            return Err(CliError::failed(e));
-        }
-        let tail = stream
-            .finish()
-            .map_err(|e| CliError::failed(e.to_string()))?;
-        reply.push_str(&tail);
-        let _ = writeln!(out, "{tail}");
+        let streamed = generate_streamed(
+            &model,
+            &mut state,
+            new,
+            &opts,
+            precision.prefill_chunk,
+            files,
+            &mut out,
+        )?;
+        let (generation, reply) = (streamed.generation, streamed.text);
         // The state consumed the new prompt tokens and every reply token but the last one
         // sampled when generation stopped on length (a stop token ends after the whole reply).
         consumed.extend_from_slice(new);

@@ -8,7 +8,9 @@ use std::time::Instant;
 use super::precision::PrecisionArgs;
 use super::CliError;
 use crate::engine::cuda::{CudaBackend, CudaOptions, LinearActivations};
-use crate::engine::generate::{generate_chunked, GenerateOptions, Sampling, TextStream};
+use crate::engine::generate::{
+    generate_chunked, GenerateOptions, Generation, Sampling, TextStream,
+};
 use crate::engine::{Backend, CpuBackend};
 use crate::model::arch::{self, CausalLm};
 use crate::model::precision::PrecisionOptions;
@@ -287,32 +289,36 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     }
 }
 
-/// Generation on one backend, streamed to stdout, with the speed line on stderr.
-fn generate_on<B: Backend>(
-    backend: &B,
-    files: &ModelFiles,
+/// What [`generate_streamed`] returns: the generation, its whole text, and when its first
+/// token came (`None` when none did).
+pub(super) struct Streamed {
+    pub generation: Generation,
+    pub text: String,
+    pub first_token_at: Option<Instant>,
+}
+
+/// Generates from `ids` (prefill in chunks of `prefill_chunk` tokens where given), writing
+/// each token's text to `out` as it comes (flushed, so that it streams); a token the
+/// tokenizer cannot decode stops the generation and is the error. Shared by `run` and
+/// `chat`.
+pub(super) fn generate_streamed<B: Backend, M: CausalLm<B>>(
+    model: &M,
+    state: &mut M::State,
     ids: &[u32],
-    precision: &PrecisionOptions,
-    sampling: Sampling,
-    args: &RunArgs,
-) -> Result<(), CliError> {
-    let model = arch::load_with(backend, files, precision)?;
-    let mut state = model.new_state();
-    let opts = GenerateOptions {
-        max_new_tokens: args.max_tokens,
-        sampling,
-        stop_ids: files.tokenizer.stop_ids().to_vec(),
-    };
+    opts: &GenerateOptions,
+    prefill_chunk: Option<usize>,
+    files: &ModelFiles,
+    out: &mut impl Write,
+) -> Result<Streamed, CliError> {
     let mut stream = TextStream::new(&files.tokenizer, true);
-    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
     let mut failure = None;
-    let started = Instant::now();
     let mut first_token_at = None;
-    let chunk = precision.prefill_chunk;
-    let generation = generate_chunked(&model, &mut state, ids, &opts, chunk, |id| {
+    let generation = generate_chunked(model, state, ids, opts, prefill_chunk, |id| {
         first_token_at.get_or_insert_with(Instant::now);
         match stream.push(id) {
             Ok(piece) => {
+                text.push_str(&piece);
                 let _ = out.write_all(piece.as_bytes());
                 let _ = out.flush();
                 true
@@ -329,7 +335,43 @@ fn generate_on<B: Backend>(
     let tail = stream
         .finish()
         .map_err(|e| CliError::failed(e.to_string()))?;
+    text.push_str(&tail);
     let _ = writeln!(out, "{tail}");
+    Ok(Streamed {
+        generation,
+        text,
+        first_token_at,
+    })
+}
+
+/// Generation on one backend, streamed to stdout, with the speed line on stderr.
+fn generate_on<B: Backend>(
+    backend: &B,
+    files: &ModelFiles,
+    ids: &[u32],
+    precision: &PrecisionOptions,
+    sampling: Sampling,
+    args: &RunArgs,
+) -> Result<(), CliError> {
+    let model = arch::load_with(backend, files, precision)?;
+    let mut state = model.new_state();
+    let opts = GenerateOptions {
+        max_new_tokens: args.max_tokens,
+        sampling,
+        stop_ids: files.tokenizer.stop_ids().to_vec(),
+    };
+    let mut out = std::io::stdout().lock();
+    let started = Instant::now();
+    let streamed = generate_streamed(
+        &model,
+        &mut state,
+        ids,
+        &opts,
+        precision.prefill_chunk,
+        files,
+        &mut out,
+    )?;
+    let (generation, first_token_at) = (streamed.generation, streamed.first_token_at);
     let first = first_token_at.unwrap_or_else(Instant::now);
     let prefill_s = (first - started).as_secs_f64();
     let decode_s = first.elapsed().as_secs_f64();
