@@ -162,6 +162,26 @@ fn bad_usage_is_one_sentence_and_exit_status_two() {
         vec!["kernels", "build", "--all", "--arch", "sm90"],
         vec!["kernels", "build", "--all", "--arch", "sm_75"],
         vec!["kernels", "build", "no_such_family", "--arch", "sm_90"],
+        vec![
+            "kernels",
+            "build",
+            "rmsnorm",
+            "no_such_family",
+            "--arch",
+            "sm_90",
+        ],
+        vec![
+            "kernels",
+            "build",
+            "--all",
+            "--filter",
+            "no_such_entry",
+            "--arch",
+            "sm_90",
+        ],
+        vec![
+            "kernels", "build", "rmsnorm", "--filter", "linear_", "--arch", "sm_90",
+        ],
         vec!["kernels", "render", "no_such_kernel"],
         vec!["kernels", "frobnicate"],
     ] {
@@ -173,6 +193,25 @@ fn bad_usage_is_one_sentence_and_exit_status_two() {
             "{args:?}: {err}"
         );
         assert!(err.starts_with("error"), "{args:?}: {err}");
+    }
+    // Each says what it could not find: the unknown family, or the filter that matched
+    // nothing.
+    for (args, names) in [
+        (
+            vec!["kernels", "build", "rmsnorm", "no_such_family"],
+            "family is named no_such_family;",
+        ),
+        (
+            vec!["kernels", "build", "--all", "--filter", "no_such_entry"],
+            "of the registry contains any of \"no_such_entry\"",
+        ),
+        (
+            vec!["kernels", "build", "rmsnorm", "--filter", "linear_"],
+            "of rmsnorm contains any of \"linear_\"",
+        ),
+    ] {
+        let (_, err) = text(&ninfer(cache.path(), &args));
+        assert!(err.contains(names), "{args:?}: {err}");
     }
 }
 

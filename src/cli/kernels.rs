@@ -161,7 +161,18 @@ fn build(args: &BuildArgs) -> Result<(), CliError> {
             "say which kernels to build: --all, or family names (see `ninfer kernels list`)",
         ));
     }
-    let specs: Vec<KernelSpec> = registry::all()
+    let registered = registry::all();
+    let unknown: Vec<&str> = (args.families.iter())
+        .filter(|f| !registered.iter().any(|s| s.family == f.as_str()))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(CliError::usage(format!(
+            "no registered family is named {}; `ninfer kernels list` shows them",
+            unknown.join(", ")
+        )));
+    }
+    let specs: Vec<KernelSpec> = registered
         .into_iter()
         .filter(|s| args.all || args.families.iter().any(|f| f == s.family))
         .filter(|s| {
@@ -169,9 +180,15 @@ fn build(args: &BuildArgs) -> Result<(), CliError> {
         })
         .collect();
     if specs.is_empty() {
+        // Only the filter can leave nothing: every family named exists and has entries.
         return Err(CliError::usage(format!(
-            "no registered family is named {}; `ninfer kernels list` shows them",
-            args.families.join(", ")
+            "no entry {} contains any of \"{}\"; `ninfer kernels list` shows the entries",
+            if args.all {
+                "of the registry".to_string()
+            } else {
+                format!("of {}", args.families.join(", "))
+            },
+            args.filter.as_deref().unwrap_or_default()
         )));
     }
     if !nvrtc::is_available() {
