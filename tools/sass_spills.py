@@ -54,9 +54,9 @@ def build(entries, arch, cache):
     binary = os.environ.get("NINFER_BIN", os.path.join(ROOT, "target", "release", "ninfer"))
     env = dict(os.environ, NINFER_CACHE_DIR=cache)
     cubins = {}
-    for entry in entries:
-        subprocess.run([binary, "kernels", "build", "--all", "--arch", arch, "--filter", entry],
-                       env=env, check=True, stdout=subprocess.DEVNULL)
+    # One build for all of them: --filter takes comma-separated substrings.
+    subprocess.run([binary, "kernels", "build", "--all", "--arch", arch, "--filter",
+                    ",".join(entries)], env=env, check=True, stdout=subprocess.DEVNULL)
     for receipt in glob.glob(os.path.join(cache, "**", "*.json"), recursive=True):
         entry = json.load(open(receipt)).get("entry")
         cubin = receipt[: -len(".json")] + ".cubin"

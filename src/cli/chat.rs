@@ -122,7 +122,7 @@ fn chat_on<B: Backend>(
             new,
             &opts,
             precision.prefill_chunk,
-            files,
+            &files.tokenizer,
             &mut out,
         )?;
         let (generation, reply) = (streamed.generation, streamed.text);

@@ -14,7 +14,7 @@ use crate::engine::generate::{
 use crate::engine::{Backend, CpuBackend};
 use crate::model::arch::{self, CausalLm};
 use crate::model::precision::PrecisionOptions;
-use crate::model::{ChatMessage, ModelFiles};
+use crate::model::{ChatMessage, ModelFiles, Tokenizer};
 use crate::tune::{Fingerprint, ProfileRequest};
 
 /// Where the model runs.
@@ -307,10 +307,10 @@ pub(super) fn generate_streamed<B: Backend, M: CausalLm<B>>(
     ids: &[u32],
     opts: &GenerateOptions,
     prefill_chunk: Option<usize>,
-    files: &ModelFiles,
+    tokenizer: &Tokenizer,
     out: &mut impl Write,
 ) -> Result<Streamed, CliError> {
-    let mut stream = TextStream::new(&files.tokenizer, true);
+    let mut stream = TextStream::new(tokenizer, true);
     let mut text = String::new();
     let mut failure = None;
     let mut first_token_at = None;
@@ -368,7 +368,7 @@ fn generate_on<B: Backend>(
         ids,
         &opts,
         precision.prefill_chunk,
-        files,
+        &files.tokenizer,
         &mut out,
     )?;
     let (generation, first_token_at) = (streamed.generation, streamed.first_token_at);

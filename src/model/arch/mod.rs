@@ -367,8 +367,10 @@ pub fn stacked_f32_into(
         }
         parts.push(v);
     }
-    if parts.len() == 1 {
-        // Decoded into a buffer of its own already: taken as it is, not copied.
+    if parts.len() == 1 && data.capacity() < parts[0].len() {
+        // Decoded into a buffer of its own already, larger than `data`'s: taken as it is, not
+        // copied. Into a larger `data` it is copied, so that the buffer the load reuses keeps
+        // the size its largest stacks need.
         *data = parts.pop().expect("one part");
     } else {
         concat_par_into(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>(), data);
