@@ -17,8 +17,10 @@
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
-use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
+use super::weight::{
+    random_bf16, random_weight, rotated_bf16_weights, rotated_weights, DeviceWeight,
+};
+use crate::bench::{median_us, BenchCtx, BenchRecord};
 use crate::formats::{Format, Layout};
 use crate::gpu::{CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
@@ -864,12 +866,8 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
                 }
             }
         }
-        let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(fmt, &layout, &mut rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
-            .collect::<Result<_, _>>()?;
+        let (layout, weights) = rotated_weights(gpu, fmt, (n, k), &mut rng)?;
+        let sets = weights.len();
         let (xb, _) = random_bf16(t * k, 1.0, &mut rng);
         let x = gpu.upload(&xb)?;
         let mut y: CudaSlice<u16> = gpu.alloc_zeros(t * n)?;
@@ -893,14 +891,8 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         let shape = format!("T={t} N={n} K={k}");
 
         // cuBLAS bf16 on the same shape, weights rotated the same way.
-        let wsets = rotation_sets(gpu, n * k * 2);
-        // Timing does not care what the values are, only that they are not zeros: repeat
-        // a random block rather than draw 1.3 G normals for the head.
-        let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
-        let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
-        let wdev: Vec<CudaSlice<u16>> = (0..wsets)
-            .map(|_| gpu.upload(&wb))
-            .collect::<Result<_, _>>()?;
+        let wdev = rotated_bf16_weights(gpu, (n, k), &mut rng)?;
+        let wsets = wdev.len();
         let peer_us = median_us(gpu, 5, 50, |i| {
             blas.gemm_bf16(gpu, &wdev[i % wsets], &x, &mut y, (t, n, k))
         })?;

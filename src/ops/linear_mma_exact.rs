@@ -34,8 +34,8 @@ use super::linear_exact::{
     blocks_per_sm, launch, median_batched_us, Case, ExactKernel, ExactRoute, Override,
     PrologueKind, BATCH,
 };
-use super::weight::{random_bf16, random_payload, DeviceWeight};
-use crate::bench::{rotation_sets, BenchCtx, BenchRecord};
+use super::weight::{random_bf16, rotated_bf16_weights, rotated_weights};
+use crate::bench::{BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
 use crate::gpu::{dptr, CudaFunction, CudaSlice, Gpu, GpuError, LaunchConfig};
 use crate::jit::KernelSpec;
@@ -940,15 +940,10 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         if !crate::bench::filter_may_keep(filter, &[&what]) {
             continue;
         }
-        let (layout, weights) = weight_sets(gpu, fmt, (n, k), &mut rng)?;
+        let (layout, weights) = rotated_weights(gpu, fmt, (n, k), &mut rng)?;
         let sets = weights.len();
-        let wsets = rotation_sets(gpu, n * k * 2);
-        let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
-        let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
-        let wdev: Vec<CudaSlice<u16>> = (0..wsets)
-            .map(|_| gpu.upload(&wb))
-            .collect::<Result<_, _>>()?;
-        drop(wb);
+        let wdev = rotated_bf16_weights(gpu, (n, k), &mut rng)?;
+        let wsets = wdev.len();
         for &t in ts {
             let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
             let x = gpu.upload(&xs)?;
@@ -1028,22 +1023,6 @@ fn gemv_record(
     )
 }
 
-/// Copies of one random `[n, k]` weight in `fmt`, enough to rotate past L2 (a launch never
-/// finds its weights cached by the one before).
-fn weight_sets(
-    gpu: &Gpu,
-    fmt: &'static Format,
-    (n, k): (usize, usize),
-    rng: &mut rand::rngs::StdRng,
-) -> Result<(Layout, Vec<DeviceWeight>), GpuError> {
-    let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
-    let payload = random_payload(fmt, &layout, rng);
-    let weights = (0..rotation_sets(gpu, layout.total_bytes))
-        .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
-        .collect::<Result<_, _>>()?;
-    Ok((layout, weights))
-}
-
 /// The K-ranges the k-ranges benches force after the plan's own choice.
 const SWEPT_K_RANGES: [u32; 8] = [1, 2, 3, 4, 5, 6, 8, 10];
 
@@ -1082,7 +1061,7 @@ fn bench_step_launches(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<Bench
         ((5120, 17408), PrologueKind::None, Epilogue::Residual),
     ];
     for ((n, k), kind, epilogue) in cases {
-        let (layout, weights) = weight_sets(gpu, q4, (n, k), &mut rng)?;
+        let (layout, weights) = rotated_weights(gpu, q4, (n, k), &mut rng)?;
         let sets = weights.len();
         let xs: Vec<f32> = (0..t * 2 * k).map(|_| rng.sample(StandardNormal)).collect();
         let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
@@ -1155,7 +1134,7 @@ fn bench_k_ranges(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecor
     let q4 = crate::formats::format("q4_g64").expect("registered");
     let t = 8;
     for (n, k) in [(34816, 5120), (17408, 5120), (5120, 17408), (5120, 6144)] {
-        let (layout, weights) = weight_sets(gpu, q4, (n, k), &mut rng)?;
+        let (layout, weights) = rotated_weights(gpu, q4, (n, k), &mut rng)?;
         let sets = weights.len();
         let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
         let x = gpu.upload(&xs)?;

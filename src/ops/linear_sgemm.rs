@@ -34,8 +34,10 @@ use rand_distr::StandardNormal;
 
 use super::linear::Epilogue;
 use super::linear_exact::ExactRoute;
-use super::weight::{random_bf16, random_payload, random_weight, DeviceWeight};
-use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
+use super::weight::{
+    random_bf16, random_weight, rotated_bf16_weights, rotated_weights, DeviceWeight,
+};
+use crate::bench::{median_us, BenchCtx, BenchRecord};
 use crate::formats::{Format, FormatKind, Layout};
 use crate::gpu::{dptr, CudaSlice, Gpu, GpuError, LaunchConfig, PushKernelArg};
 use crate::jit::KernelSpec;
@@ -378,20 +380,10 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         let fmt = crate::formats::format(name).expect("registered");
         let what = format!("linear_sgemm {name}");
         for &((n, k), ts) in &shapes {
-            let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
-            let sets = rotation_sets(gpu, layout.total_bytes);
-            let payload = random_payload(fmt, &layout, &mut rng);
-            let weights: Vec<DeviceWeight> = (0..sets)
-                .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
-                .collect::<Result<_, _>>()?;
-            drop(payload);
-            let wsets = rotation_sets(gpu, n * k * 2);
-            let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
-            let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
-            let wdev: Vec<CudaSlice<u16>> = (0..wsets)
-                .map(|_| gpu.upload(&wb))
-                .collect::<Result<_, _>>()?;
-            drop(wb);
+            let (layout, weights) = rotated_weights(gpu, fmt, (n, k), &mut rng)?;
+            let sets = weights.len();
+            let wdev = rotated_bf16_weights(gpu, (n, k), &mut rng)?;
+            let wsets = wdev.len();
             for &t in ts {
                 let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
                 let x = gpu.upload(&xs)?;

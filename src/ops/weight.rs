@@ -70,6 +70,37 @@ pub fn random_weight(
     Ok((DeviceWeight::upload(gpu, fmt, layout, &payload)?, payload))
 }
 
+/// Copies of one random `[n, k]` weight in `fmt`, enough to rotate past L2, so that a timed
+/// launch never finds its weights cached by the one before (benchmarks).
+pub fn rotated_weights(
+    gpu: &Gpu,
+    fmt: &'static Format,
+    (n, k): (usize, usize),
+    rng: &mut impl Rng,
+) -> Result<(Layout, Vec<DeviceWeight>), GpuError> {
+    let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
+    let payload = random_payload(fmt, &layout, rng);
+    let weights = (0..crate::bench::rotation_sets(gpu, layout.total_bytes))
+        .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
+        .collect::<Result<_, _>>()?;
+    Ok((layout, weights))
+}
+
+/// The cuBLAS peer's bf16 `[n, k]` weight, in copies rotated past L2 as `rotated_weights`'.
+/// Timing needs non-zero values, not fresh ones: one random block is repeated rather than
+/// 1.3 G normals drawn for the head.
+pub fn rotated_bf16_weights(
+    gpu: &Gpu,
+    (n, k): (usize, usize),
+    rng: &mut impl Rng,
+) -> Result<Vec<CudaSlice<u16>>, GpuError> {
+    let (block, _) = random_bf16(1 << 20, 0.05, rng);
+    let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
+    (0..crate::bench::rotation_sets(gpu, n * k * 2))
+        .map(|_| gpu.upload(&wb))
+        .collect()
+}
+
 /// A random but valid payload: random codes in the quant plane, finite scales of weight-like
 /// size in the scale plane, normal values for dense formats. Any payload is a weight, so
 /// this exercises every code path without the cost of encoding floats.

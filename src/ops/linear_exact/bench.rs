@@ -5,8 +5,8 @@ use super::*;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 
-use super::super::weight::{random_bf16, random_payload};
-use crate::bench::{median_us, rotation_sets, BenchCtx, BenchRecord};
+use super::super::weight::{random_bf16, rotated_bf16_weights, rotated_weights};
+use crate::bench::{median_us, BenchCtx, BenchRecord};
 use crate::formats::Layout;
 use crate::gpu::{dptr, CudaSlice};
 
@@ -132,22 +132,10 @@ pub fn bench(ctx: &BenchCtx, filter: Option<&str>) -> Result<Vec<BenchRecord>, G
         if per_t.is_empty() {
             continue;
         }
-        let layout = Layout::new(fmt, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(fmt, &layout, &mut rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, fmt, layout, &payload))
-            .collect::<Result<_, _>>()?;
-        drop(payload);
-        // cuBLAS bf16 weights, rotated the same way (a random block repeated: timing needs
-        // non-zero values, not fresh ones).
-        let wsets = rotation_sets(gpu, n * k * 2);
-        let (block, _) = random_bf16(1 << 20, 0.05, &mut rng);
-        let wb: Vec<u16> = block.iter().copied().cycle().take(n * k).collect();
-        let wdev: Vec<CudaSlice<u16>> = (0..wsets)
-            .map(|_| gpu.upload(&wb))
-            .collect::<Result<_, _>>()?;
-        drop(wb);
+        let (layout, weights) = rotated_weights(gpu, fmt, (n, k), &mut rng)?;
+        let sets = weights.len();
+        let wdev = rotated_bf16_weights(gpu, (n, k), &mut rng)?;
+        let wsets = wdev.len();
         for (t, routes) in per_t {
             let xs: Vec<f32> = (0..t * k).map(|_| rng.sample(StandardNormal)).collect();
             let x = gpu.upload(&xs)?;
@@ -244,12 +232,7 @@ impl OneColumnCase {
         epilogue: Epilogue,
         rng: &mut impl Rng,
     ) -> Result<Self, GpuError> {
-        let layout = Layout::new(format, n, k).expect("bench shapes fit");
-        let sets = rotation_sets(gpu, layout.total_bytes);
-        let payload = random_payload(format, &layout, rng);
-        let weights: Vec<DeviceWeight> = (0..sets)
-            .map(|_| DeviceWeight::upload(gpu, format, layout, &payload))
-            .collect::<Result<_, _>>()?;
+        let (layout, weights) = rotated_weights(gpu, format, (n, k), rng)?;
         let xs: Vec<f32> = (0..2 * k).map(|_| rng.sample(StandardNormal)).collect();
         let nw: Vec<f32> = (0..k).map(|_| rng.sample(StandardNormal)).collect();
         Ok(OneColumnCase {
