@@ -358,21 +358,17 @@ pub fn with_conv_epilogue(route: &ExactRoute, n: usize, k: usize) -> Option<Exac
 }
 
 /// Whether the engine takes [`with_conv_epilogue`] for a GDN in-projection at lanes (with
-/// the gates-in split step): only where the environment sets `NINFER_GDN_CONV_EPILOGUE=1`.
-/// Otherwise the step's first launch runs the conv. Measured on an H100 (bench/gdn runs
-/// 52-53, synthetic 27B, 8 lanes, exact mode): the epilogue made the step 866 us longer
-/// while it forced one K-range, and still 419 us longer with the K-ranges kept (13,634.5
-/// against 13,218.6 us with the conv launch). Runs 55-56 located it in the split-K sum with
-/// the conv (`splitk_sum.cu`, epilogue "conv": 16.7 us a launch, the window loaded late), and
-/// with the window loaded before the PDL wait (6.4 us) the epilogue is 65 us a step faster
-/// than the conv launch there. Still opt-in: with the H100 profile it gains 47 us a step in
-/// exact mode but loses 801-817 in bf16 mode (bench/gdn run 57), where the in-projection
-/// runs at one K-range and the GEMV's own conv (`write_pass`) stores each window while
-/// its own load is still in flight (runs 58-59; the cure is `bench/gdn/run60/phase.patch`,
-/// not yet run). Not measured on an H200.
+/// the gates-in split step): yes unless the environment sets `NINFER_GDN_CONV_EPILOGUE=0`
+/// (then the step's first launch runs the conv). History, all on an H100 (synthetic 27B,
+/// 8 lanes): the epilogue first lost 419 us a step (bench/gdn runs 52-53); runs 55-56 put
+/// that in the split-K sum's late window load and cured it (exact mode, -65 us); in bf16
+/// mode the in-projection runs at one K-range and the GEMV's own conv (`write_pass`) stored
+/// each window while its load was in flight (+801 us, runs 57-59). With the two-phase
+/// `write_pass` (run 60) it gains in both modes: -122 us a step exact (13,158 against
+/// 13,280), -86 us bf16 (9,571 against 9,657). Not measured on an H200.
 pub fn conv_epilogue_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    super::linear_exact::switch_opt_in(&ON, "NINFER_GDN_CONV_EPILOGUE")
+    super::linear_exact::switch_on(&ON, "NINFER_GDN_CONV_EPILOGUE")
 }
 
 /// Whether the engine takes [`with_swiglu_epilogue`] for gate_up: yes unless the environment

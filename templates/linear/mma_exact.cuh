@@ -207,6 +207,80 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
 {% include "gdn/conv_window.cuh" %}
 {%- endif %}
 
+{% if epilogue == "conv" %}
+// Output (row r of stream st, column tk) of a pass, summed over its ks slices in slice order
+// from red (row r of stream st, slice sl at (st * ks + sl) * ROWS + r, its columns
+// PARTS tk + part): hi + (mid + lo) (hi alone with one part).
+__device__ __forceinline__ float pass_sum(const float* red, int st, int ks, int r, int tk) {
+    float hi = 0.0f, mid = 0.0f, lo = 0.0f;
+    for (int sl = 0; sl < ks; ++sl) {
+        const float* p = red + ((st * ks + sl) * ROWS + r) * RED_LD + PARTS * tk;
+        hi += p[0];
+#if PARTS == 3
+        mid += p[1];
+        lo += p[2];
+#endif
+    }
+    return hi + (mid + lo);
+}
+
+// write_pass with the conv epilogue: the same outputs, in two phases. Every conv output's
+// window is loaded and its value computed first; a block barrier whose predicate reads
+// every value (so each thread's window loads have returned) comes before any window is
+// stored back. A window stored while its own load is still in flight made this launch
+// ~19 us longer on the 27B's bf16 in-projection (bench/gdn runs 58-60: ncu's stalls sit on
+// the first use of the window, whose last element's store the compiler issues straight
+// after the loads). Called by every thread of the block (the barrier). A thread has at most
+// PER outputs: pmn <= WARPS streams of ROWS rows and T <= TT columns.
+__device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, int ks, int T,
+                                           int N, int K, int kr, int kb, float* part, float* y,
+                                           const float* residual, const float* ss_blk, float eps CONV_PARAMS) {
+    constexpr int PER = ROWS * TT / 32;
+    const int outs = pmn * ROWS * T;
+    float win[PER][KC > 1 ? KC - 1 : 1], xin[PER], val[PER];
+    bool any_nan = false;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int o = threadIdx.x + i * BLOCK;
+        const int r = (unsigned)o % ROWS;
+        const int tk = (int)((unsigned)o / ROWS) % T;
+        const int st = (int)((unsigned)o / ROWS) / T;
+        const int row = (pm0 + st) * ROWS + r;
+        if (o < outs && row < N) {
+            float out = pass_sum(red, st, ks, r, tk);
+            const long long at = (long long)tk * N + row;
+#if PRO_RMS
+            if (kr == 1) out *= rsqrtf(ss_blk[tk] / (float)K + eps);
+#endif
+            if (kr > 1) {
+                part[(long long)kb * T * N + at] = out;
+            } else if (row < conv_ch) {
+                const float* cs = conv_state + ((long long)tk * conv_ch + row) * (KC - 1);
+#pragma unroll
+                for (int j = 0; j < KC - 1; ++j) win[i][j] = cs[j];
+                xin[i] = out;
+                val[i] = gdn_conv_value(conv_w + (long long)row * KC, win[i], out);
+                any_nan |= val[i] != val[i];
+            } else {
+                y[at] = out;
+            }
+        }
+    }
+    __syncthreads_or(any_nan);
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int o = threadIdx.x + i * BLOCK;
+        const int r = (unsigned)o % ROWS;
+        const int tk = (int)((unsigned)o / ROWS) % T;
+        const int st = (int)((unsigned)o / ROWS) / T;
+        const int row = (pm0 + st) * ROWS + r;
+        if (o < outs && row < N && kr == 1 && row < conv_ch) {
+            gdn_conv_move(win[i], xin[i], conv_state + ((long long)tk * conv_ch + row) * (KC - 1));
+            y[(long long)tk * N + row] = val[i];
+        }
+    }
+}
+{%- else -%}
 // The outputs of a pass: pmn streams from row pm0 * ROWS, each summed over its ks slices
 // in slice order from red (row r of stream st, slice sl at (st * ks + sl) * ROWS + r, its
 // columns PARTS tk + part), hi + (mid + lo) (hi alone with one part). One K-range: times 1 / rms (RMSNorm, from ss_blk)
@@ -215,7 +289,7 @@ __device__ __forceinline__ void stage_split(uint4* xs, float* ssu, const float* 
 // Row fastest, so that the stores of a token's outputs are contiguous.
 __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, int ks, int T,
                                            int N, int K, int kr, int kb, float* part, float* y,
-                                           const float* residual, const float* ss_blk, float eps{% if epilogue == "conv" %} CONV_PARAMS{% endif %}) {
+                                           const float* residual, const float* ss_blk, float eps) {
     const int outs = pmn * ROWS * T;
     for (int o = threadIdx.x; o < outs; o += BLOCK) {
         const int r = (unsigned)o % ROWS;  // ROWS a power of two: a mask and a shift
@@ -242,14 +316,13 @@ __device__ __forceinline__ void write_pass(const float* red, int pm0, int pmn, i
             } else {
 {%- if epilogue == "residual" %}
                 out += residual[at];
-{%- elif epilogue == "conv" %}
-                out = gdn_conv_lane(out, tk, row CONV_ARGS);
 {%- endif %}
                 y[at] = out;
             }
         }
     }
 }
+{%- endif %}
 
 #if EPI_SWIGLU
 // The outputs of a pass of the SwiGLU epilogue: the pass's pmn pairs of m-tiles are its
@@ -363,7 +436,50 @@ __device__ __forceinline__ void splitk_finish(int kr, int units, int unit_rows, 
     __syncthreads();
 #endif
     const int nr = row1 - row0;
-    const int outs = nr * T;
+    const int outs = nr * T;{% if epilogue == "conv" %}
+    // The conv in two phases, a chunk of BLOCK x PER outputs at a time, as write_pass: every
+    // window of the chunk loaded and used, a barrier reading every value, then the stores.
+    // Every thread of the last block runs the same chunks (the barrier).
+    constexpr int PER = ROWS * TT / 32;
+    for (int base = 0; base < outs; base += BLOCK * PER) {
+        float win[PER][KC > 1 ? KC - 1 : 1], xin[PER], val[PER];
+        bool any_nan = false;
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            const int o = base + threadIdx.x + i * BLOCK;
+            const int tk = o / nr;
+            const int row = row0 + (o - tk * nr);
+            if (o < outs) {
+                const long long at = (long long)tk * N + row;
+                float out = __ldcg(part + at);
+                for (int r = 1; r < kr; ++r) out += __ldcg(part + r * n + at);
+#if PRO_RMS
+                out *= inv_rms[tk];
+#endif
+                if (row < conv_ch) {
+                    const float* cs = conv_state + ((long long)tk * conv_ch + row) * (KC - 1);
+#pragma unroll
+                    for (int j = 0; j < KC - 1; ++j) win[i][j] = cs[j];
+                    xin[i] = out;
+                    val[i] = gdn_conv_value(conv_w + (long long)row * KC, win[i], out);
+                    any_nan |= val[i] != val[i];
+                } else {
+                    y[at] = out;
+                }
+            }
+        }
+        __syncthreads_or(any_nan);
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            const int o = base + threadIdx.x + i * BLOCK;
+            const int tk = o / nr;
+            const int row = row0 + (o - tk * nr);
+            if (o < outs && row < conv_ch) {
+                gdn_conv_move(win[i], xin[i], conv_state + ((long long)tk * conv_ch + row) * (KC - 1));
+                y[(long long)tk * N + row] = val[i];
+            }
+        }
+    }{% else %}
     for (int o = threadIdx.x; o < outs; o += BLOCK) {
         const int tk = o / nr;
         const int row = row0 + (o - tk * nr);  // row fastest: contiguous loads and stores
@@ -391,12 +507,10 @@ __device__ __forceinline__ void splitk_finish(int kr, int units, int unit_rows, 
 #endif
 {%- if epilogue == "residual" %}
         out += residual[at];
-{%- elif epilogue == "conv" %}
-        out = gdn_conv_lane(out, tk, row CONV_ARGS);
 {%- endif %}
         y[at] = out;
 #endif
-    }
+    }{% endif %}
 }
 
 #endif  // NINFER_LINEAR_MMA_EXACT
